@@ -1,0 +1,16 @@
+"""hebbnets: Vector Networks and Resonant Sparse Geometry Networks for PyTorch.
+
+    import hebbnets as hn
+    task = hn.tasks.make("toy_atoms", seed=0)
+    model = hn.models.make("vn", seed=0, task=task).fit(task.train)
+    print(model.score(task.tests["ood"]))
+"""
+__version__ = "0.1.0"
+
+from ._split import Split
+from ._model import DataSpec, Model
+from . import metrics, models
+from . import vn, baselines  # noqa: F401  (register "vn", "mlp", ...)
+from . import tasks
+
+__all__ = ["DataSpec", "Model", "Split", "baselines", "metrics", "models", "tasks", "vn", "__version__"]

@@ -1,0 +1,210 @@
+"""``Model``: the fit / predict / score / save surface shared by every registered model.
+
+A subclass supplies a ``Config`` dataclass and three hooks:
+
+* ``_build(spec)``: create parameters once the data shapes are known (first ``fit``);
+* ``_fit(split)``: train (the split is validated and matches ``spec``);
+* ``_predict(x, x_mask)``: return predictions shaped ``(N, *spec.y_shape)`` (class labels
+  ``(N,)`` for classification).
+
+Everything else (validation, seeding, scoring, safetensors checkpoints) lives here once.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import torch
+from torch import nn
+
+from ._split import Split
+from ._validation import as_tensor, check_float, check_mask
+from .metrics import default_metric, get_metric
+
+CONFIG_FILE = "config.json"
+WEIGHTS_FILE = "model.safetensors"
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Shapes a model was built for (per sample, i.e. without the leading N)."""
+
+    x_shape: tuple[int, ...]
+    y_shape: tuple[int, ...]
+    n_classes: int | None = None  # None: regression
+    x_masked: bool = False  # trained with an input mask
+
+    @classmethod
+    def from_split(cls, split: Split) -> "DataSpec":
+        n_classes = int(split.y.max()) + 1 if split.is_classification else None
+        return cls(tuple(split.x.shape[1:]), tuple(split.y.shape[1:]), n_classes, split.x_mask is not None)
+
+    @property
+    def x_dim(self) -> int:
+        return math.prod(self.x_shape)
+
+    @property
+    def y_dim(self) -> int:
+        return math.prod(self.y_shape)
+
+    @property
+    def is_classification(self) -> bool:
+        return self.n_classes is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "DataSpec":
+        return cls(tuple(d["x_shape"]), tuple(d["y_shape"]), d["n_classes"], d["x_masked"])
+
+
+class Model(nn.Module):
+    """Base class of every registered model (see module docstring)."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type]
+
+    def __init__(self, config: Any = None, seed: int = 0):
+        super().__init__()
+        if config is None:
+            config = self.Config()
+        if not isinstance(config, self.Config):
+            raise ValueError(f"config: expected {self.Config.__name__}, got {type(config).__name__}")
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+        self.config = config
+        self.seed = seed
+        self.spec: DataSpec | None = None
+
+    # -- hooks -------------------------------------------------------------------------------
+    def _build(self, spec: DataSpec) -> None:
+        raise NotImplementedError
+
+    def _fit(self, split: Split) -> None:
+        raise NotImplementedError
+
+    def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        raise NotImplementedError
+
+    # -- public API --------------------------------------------------------------------------
+    def fit(self, split: Split) -> "Model":
+        """Train on ``split``; shapes are inferred at the first call. Returns ``self``."""
+        if not isinstance(split, Split):
+            raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
+        # fork_rng: a seeded model is reproducible without touching the caller's global RNG
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            if self.spec is None:
+                self.spec = DataSpec.from_split(split)
+                self._build(self.spec)
+            else:
+                self._check_compatible(split)
+            self._fit(split)
+        return self
+
+    @torch.no_grad()
+    def predict(self, x: Any, x_mask: Any = None) -> torch.Tensor:
+        """Predict targets for inputs ``x`` ``(N, *x_shape)``; returns ``(N, *y_shape)``."""
+        spec = self._require_built()
+        x = check_float(as_tensor(x, "x"), "x", min_ndim=2)
+        if tuple(x.shape[1:]) != spec.x_shape:
+            raise ValueError(f"x: per-sample shape {tuple(x.shape[1:])} does not match the trained {spec.x_shape}")
+        x_mask = check_mask(x_mask, x, "x_mask", "x")
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            was_training = self.training
+            self.eval()
+            try:
+                return self._predict(x, x_mask)
+            finally:
+                self.train(was_training)
+
+    def score(self, split: Split, metric: str | None = None) -> float:
+        """The metric on ``split``: ``metric`` if given, else ``split.metric``, else MSE
+        (accuracy for integer targets)."""
+        if not isinstance(split, Split):
+            raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
+        fn = get_metric(metric or default_metric(split))
+        return fn(self.predict(split.x, split.x_mask), split)
+
+    @property
+    def num_parameters(self) -> int:
+        """Number of learned scalars (trained by gradients or by local rules alike)."""
+        self._require_built()
+        return sum(p.numel() for p in self.parameters())
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write ``path/config.json`` and ``path/model.safetensors`` (no pickle)."""
+        from safetensors.torch import save_file
+
+        spec = self._require_built()
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        from . import __version__
+
+        meta = {
+            "model": self.name,
+            "hebbnets_version": __version__,
+            "seed": self.seed,
+            "config": dataclasses.asdict(self.config),
+            "spec": spec.to_dict(),
+        }
+        (path / CONFIG_FILE).write_text(json.dumps(meta, indent=2))
+        state = {k: v.detach().contiguous().clone() for k, v in self.state_dict().items()}
+        save_file(state, str(path / WEIGHTS_FILE))
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _require_built(self) -> DataSpec:
+        if self.spec is None:
+            raise ValueError(f"model: {self.name or type(self).__name__} is not fitted yet; call fit(split) first")
+        return self.spec
+
+    def _check_compatible(self, split: Split) -> None:
+        spec = self.spec
+        assert spec is not None
+        if tuple(split.x.shape[1:]) != spec.x_shape:
+            raise ValueError(f"split: x per-sample shape {tuple(split.x.shape[1:])} differs from the fitted {spec.x_shape}")
+        if tuple(split.y.shape[1:]) != spec.y_shape or split.is_classification != spec.is_classification:
+            raise ValueError(f"split: y per-sample shape {tuple(split.y.shape[1:])} differs from the fitted {spec.y_shape}")
+
+    def extra_repr(self) -> str:
+        return f"seed={self.seed}, config={self.config}"
+
+
+def build_from_checkpoint(cls: type[Model], path: str | os.PathLike, meta: dict[str, Any]) -> Model:
+    """Rebuild a model of class ``cls`` from a checkpoint folder written by ``Model.save``."""
+    from safetensors.torch import load_file
+
+    config = config_from_dict(cls, meta["config"])
+    model = cls(config, seed=int(meta["seed"]))
+    model.spec = DataSpec.from_dict(meta["spec"])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(model.seed)
+        model._build(model.spec)
+    state = load_file(str(Path(path) / WEIGHTS_FILE))
+    model.load_state_dict(state, strict=True)
+    return model
+
+
+def config_from_dict(cls: type[Model], values: dict[str, Any], model_name: str | None = None) -> Any:
+    """Build ``cls.Config`` from plain values; unknown keys raise ``ValueError`` naming them."""
+    fields = {f.name: f for f in dataclasses.fields(cls.Config)}
+    unknown = sorted(set(values) - set(fields))
+    if unknown:
+        raise ValueError(
+            f"config: unknown key(s) {unknown} for model {model_name or cls.name!r}; known keys: {sorted(fields)}"
+        )
+    coerced = {}
+    for key, value in values.items():
+        default = fields[key].default
+        # JSON turns tuples into lists; restore the declared container type
+        if isinstance(default, tuple) and isinstance(value, list):
+            value = tuple(value)
+        coerced[key] = value
+    return cls.Config(**coerced)

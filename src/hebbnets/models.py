@@ -1,0 +1,67 @@
+"""The model registry: ``make``, ``names``, ``load`` and the ``register`` decorator."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+from ._model import CONFIG_FILE, Model, build_from_checkpoint, config_from_dict
+from ._validation import check_choice
+
+_REGISTRY: dict[str, type[Model]] = {}
+
+
+def register(name: str) -> Callable[[type[Model]], type[Model]]:
+    """Class decorator: ``@register("vn")`` makes ``make("vn")`` build that class."""
+
+    def deco(cls: type[Model]) -> type[Model]:
+        if name in _REGISTRY and _REGISTRY[name] is not cls:
+            raise ValueError(f"name: model {name!r} is already registered to {_REGISTRY[name].__name__}")
+        cls.name = name
+        _REGISTRY[name] = cls
+        return cls
+
+    return deco
+
+
+def names() -> list[str]:
+    """Registered model names, sorted."""
+    return sorted(_REGISTRY)
+
+
+def get(name: str) -> type[Model]:
+    """The class registered under ``name``."""
+    check_choice(name, _REGISTRY, "name")
+    return _REGISTRY[name]
+
+
+def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
+    """Build a registered model.
+
+    Args:
+        name: a name from ``names()``.
+        seed: seeds parameter initialisation and training order.
+        task: optional ``hebbnets.tasks.Task``; its ``model_configs[name]`` (the configuration
+            chosen for that task on validation data) is the starting point.
+        **config: overrides of the model's config fields; unknown keys raise ``ValueError``.
+    """
+    cls = get(name)
+    values: dict[str, Any] = {}
+    if task is not None:
+        values.update(getattr(task, "model_configs", {}).get(name, {}))
+    values.update(config)
+    return cls(config_from_dict(cls, values, name), seed=seed)
+
+
+def load(path: str | os.PathLike) -> Model:
+    """Load a model saved with ``Model.save(path)``."""
+    path = Path(path)
+    cfg = path / CONFIG_FILE
+    if not cfg.is_file():
+        raise ValueError(f"path: no {CONFIG_FILE} in {str(path)!r}; not a hebbnets checkpoint")
+    meta = json.loads(cfg.read_text())
+    return build_from_checkpoint(get(meta["model"]), path, meta)
+
+
+__all__ = ["Model", "get", "load", "make", "names", "register"]

@@ -1,0 +1,98 @@
+"""``Task``: a training split, named test splits, a metric, and per-model configurations."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from .._split import Split
+from .._validation import check_choice
+from ..metrics import get_metric
+
+SCALES = ("quick", "paper")
+
+
+@dataclass
+class Task:
+    """A benchmark instance.
+
+    Attributes:
+        name: registered task name.
+        train: the training split (models may carve validation data from it, nothing else).
+        tests: named held-out splits: ``"id"`` and ``"ood..."`` (e.g. ``"ood_pairs"``).
+        metric: metric name (see ``hebbnets.metrics``) every split is scored with.
+        params: the generator parameters that produced this instance (seed and scale included).
+        model_configs: ``{model name: config overrides}`` chosen on validation data carved from
+            the training distribution; ``hn.models.make(name, task=task)`` starts from these.
+        info: free-form extra data (e.g. ground-truth factors) for analysis and plots.
+    """
+
+    name: str
+    train: Split
+    tests: dict[str, Split]
+    metric: str = "mse"
+    params: dict[str, Any] = field(default_factory=dict)
+    model_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        get_metric(self.metric)
+        if not isinstance(self.train, Split):
+            raise ValueError("train: expected a hebbnets.Split")
+        if "id" not in self.tests:
+            raise ValueError("tests: must contain an 'id' split")
+        for key, split in self.tests.items():
+            if not isinstance(split, Split):
+                raise ValueError(f"tests: {key!r} is not a hebbnets.Split")
+            if split.x.shape[1:] != self.train.x.shape[1:] or split.y.shape[1:] != self.train.y.shape[1:]:
+                raise ValueError(f"tests: split {key!r} has per-sample shapes that differ from train")
+        # scoring a split with the task's metric needs no extra argument
+        for split in (self.train, *self.tests.values()):
+            split.metric = self.metric
+
+    def __repr__(self) -> str:
+        tests = ", ".join(f"{k}={len(v)}" for k, v in self.tests.items())
+        return f"Task({self.name!r}, train={len(self.train)}, tests=[{tests}], metric={self.metric!r})"
+
+
+_TASKS: dict[str, Callable[..., Task]] = {}
+
+
+def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:
+    """Decorator for a task factory ``fn(seed, scale, **params) -> Task``."""
+
+    def deco(fn: Callable[..., Task]) -> Callable[..., Task]:
+        if name in _TASKS and _TASKS[name] is not fn:
+            raise ValueError(f"name: task {name!r} is already registered")
+        _TASKS[name] = fn
+        return fn
+
+    return deco
+
+
+def names() -> list[str]:
+    """Registered task names, sorted."""
+    return sorted(_TASKS)
+
+
+def make(name: str, seed: int = 0, scale: str = "quick", **params: Any) -> Task:
+    """Generate a registered task.
+
+    Args:
+        name: a name from ``names()``.
+        seed: seeds the data generator (same seed -> identical tensors).
+        scale: ``"quick"`` (minutes on a laptop CPU) or ``"paper"``.
+        **params: generator parameters; unknown keys raise ``ValueError``.
+    """
+    check_choice(name, _TASKS, "name")
+    check_choice(scale, SCALES, "scale")
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed: expected a non-negative int, got {seed!r}")
+    return _TASKS[name](seed=seed, scale=scale, **params)
+
+
+def check_params(params: dict[str, Any], defaults: dict[str, Any], task: str) -> dict[str, Any]:
+    """Merge ``params`` over ``defaults``; unknown keys raise ``ValueError`` naming them."""
+    unknown = sorted(set(params) - set(defaults))
+    if unknown:
+        raise ValueError(f"params: unknown key(s) {unknown} for task {task!r}; known keys: {sorted(defaults)}")
+    return {**defaults, **params}

@@ -1,0 +1,1 @@
+"""Vector Networks (filled in below)."""
