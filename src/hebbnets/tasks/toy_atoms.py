@@ -77,9 +77,9 @@ def make_toy_atoms(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
     ood_set = sorted(set(map(tuple, all_pairs.tolist())) - set(train_set))
     train_pairs, ood_pairs = torch.tensor(train_set), torch.tensor(ood_set)
 
-    xs, ys, _ = _sample(train_pairs, int(p["n_train"]), s, u, p, gen)
-    xi, yi, _ = _sample(train_pairs, int(p["n_test"]), s, u, p, gen)
-    xo, yo, _ = _sample(ood_pairs, int(p["n_test"]), s, u, p, gen)
+    xs, ys, pick_train = _sample(train_pairs, int(p["n_train"]), s, u, p, gen)
+    xi, yi, pick_id = _sample(train_pairs, int(p["n_test"]), s, u, p, gen)
+    xo, yo, pick_ood = _sample(ood_pairs, int(p["n_test"]), s, u, p, gen)
     return Task(
         name="toy_atoms",
         train=Split(xs, ys),
@@ -87,5 +87,6 @@ def make_toy_atoms(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         metric="mse",
         params={"seed": seed, "scale": scale, **p},
         model_configs={k_: dict(v) for k_, v in MODEL_CONFIGS.items()},
-        info={"S": s, "U": u, "train_pairs": train_pairs, "ood_pairs": ood_pairs},
+        info={"S": s, "U": u, "train_pairs": train_pairs, "ood_pairs": ood_pairs,
+              "sample_pairs": {"train": pick_train, "id": pick_id, "ood": pick_ood}},
     )

@@ -1,1 +1,16 @@
-"""Vector Networks (filled in below)."""
+"""Vector Networks: rank-1 atom layers, batched FISTA inference, Atomic-Hebb learning."""
+from .fista import FistaResult, fista_gram, ista_reference, keep_topk, largest_eigenvalue, soft_threshold
+from .network import AtomLayer, Inference, VNConfig, VectorNetwork
+
+__all__ = [
+    "AtomLayer",
+    "FistaResult",
+    "Inference",
+    "VNConfig",
+    "VectorNetwork",
+    "fista_gram",
+    "ista_reference",
+    "keep_topk",
+    "largest_eigenvalue",
+    "soft_threshold",
+]

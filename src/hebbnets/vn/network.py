@@ -1,0 +1,536 @@
+"""Vector Networks: layers of rank-1 weight atoms, FISTA inference, Atomic-Hebb learning.
+
+Read top to bottom: ``VNConfig`` -> ``AtomLayer`` -> ``Inference`` -> ``VectorNetwork``
+(``infer``, ``energy``, ``atomic_hebb``, ``fit``, ``predict``). The formulation is
+``docs/vn-reference.md`` sections 1-3; the choices it leaves open are made here and marked
+**(choice)**.
+
+Free energy (one sample; layers ``l = 1..L``, ``x_1`` the clamped input)::
+
+    F = 1/2 ||m_x (x_1 - S_1 g_1)||^2
+      + sum_{l<L} beta_l/2 ||S_{l+1} g_{l+1} - U_l g_l||^2     (interface of l and l+1)
+      + beta_L/2 ||m_y (y - U_L g_L)||^2                       (only when y is clamped)
+      + sum_l lam_l ||g_l||_1
+
+**(choice)** The mismatch between layer ``l``'s message ``U_l g_l`` (= ``x_{l+1}``) and layer
+``l+1``'s reconstruction ``S_{l+1} g_{l+1}`` (= ``h_{l,target}``) is one term of ``F``, counted
+once with precision ``beta_l``. Each layer-local energy ``E_l`` is exactly the part of ``F``
+that depends on ``g_l``::
+
+    E_l = c_in/2 ||x_l - S_l g_l||^2 + c_out/2 ||h_l - U_l g_l||^2 + lam_l ||g_l||_1
+    c_in = 1 (l = 1) or beta_{l-1},   c_out = beta_l
+
+(for one layer this is literally the reference's energy). So up/down sweeps are exact block
+coordinate descent on ``F`` (non-increasing), and Atomic-Hebb with precision-weighted residuals
+``r^x = c_in (x_l - S_l g_l)``, ``r^h = c_out (h_l - U_l g_l)`` is exactly ``-rho dF/d(S, U)``
+(Danskin), which the tests check against autograd.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from .._model import DataSpec, Model
+from .._split import Split
+from .._validation import check_choice, check_positive
+from ..models import register
+from .fista import fista_gram, largest_eigenvalue
+
+NORM_POLICIES = ("unit_s", "clip_s", "none")
+
+
+@dataclass
+class VNConfig:
+    """Configuration of a ``VectorNetwork``.
+
+    Attributes:
+        atoms: atoms per layer ``(K_1, ..., K_L)``.
+        hidden: interface sizes ``(m_1, ..., m_{L-1})`` of the layers below the top (the top
+            layer's output size is the target size).
+        lam: l1 weight, one value for all layers or one per layer.
+        beta: top-down precision ``beta_l``, one value or one per layer (``beta_L`` weighs the
+            clamped target).
+        topk: hard limit on non-zeros of the top layer's code (0 = off).
+        nonneg: restrict codes to ``g >= 0``.
+        max_iter: FISTA iterations per layer per sweep.
+        max_sweeps: up/down sweeps after the initial bottom-up pass (multi-layer only).
+        tol: relative change of every code below which FISTA and the sweeps stop.
+        rho_s, rho_u: Atomic-Hebb learning rates of ``S`` and ``U``.
+        norm_policy: after an update, ``"unit_s"`` rescales each updated atom pair so
+            ``||s|| = 1`` (``u`` by the same factor, keeping ``u g`` consistent), ``"clip_s"``
+            does so only when ``||s|| > 1``, ``"none"`` leaves atoms alone. Without a bound the
+            l1 penalty is escaped by growing atoms.
+        reseed_after: an atom unused (zero code for the whole batch) for this many consecutive
+            batches is re-seeded from the worst-explained sample's residual (0 = never).
+        epochs, batch_size: training loop.
+        output: ``"message"`` predicts ``U_L g_L``; ``"reconstruction"`` predicts ``S_1 g_1``
+            (inpainting / reconstruction of the input; needs targets shaped like inputs).
+        init: ``"data"`` initialises the first layer's atoms from random training pairs,
+            ``"random"`` from Gaussian noise.
+        progress: show a progress bar during ``fit``.
+        dtype: ``"float32"`` or ``"float64"``.
+    """
+
+    atoms: tuple[int, ...] = (64,)
+    hidden: tuple[int, ...] = ()
+    lam: float | tuple[float, ...] = 0.05
+    beta: float | tuple[float, ...] = 1.0
+    topk: int = 0
+    nonneg: bool = False
+    max_iter: int = 200
+    max_sweeps: int = 10
+    tol: float = 1e-4
+    rho_s: float = 0.5
+    rho_u: float = 0.5
+    norm_policy: str = "unit_s"
+    reseed_after: int = 50
+    epochs: int = 20
+    batch_size: int = 64
+    output: str = "message"
+    init: str = "data"
+    progress: bool = True
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        if not self.atoms or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.atoms):
+            raise ValueError(f"atoms: expected a non-empty tuple of positive ints, got {self.atoms!r}")
+        if len(self.hidden) != len(self.atoms) - 1 or any(not isinstance(m, int) or m < 1 for m in self.hidden):
+            raise ValueError(
+                f"hidden: expected {len(self.atoms) - 1} positive int(s) (one per layer below the top), got {self.hidden!r}"
+            )
+        for name in ("lam", "beta"):
+            vals = self.per_layer(name)
+            for v in vals:
+                check_positive(v, name, allow_zero=True)
+        if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
+            raise ValueError(f"topk: expected an int >= 0, got {self.topk!r}")
+        for name in ("max_iter", "max_sweeps", "epochs", "batch_size"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+        if isinstance(self.reseed_after, bool) or not isinstance(self.reseed_after, int) or self.reseed_after < 0:
+            raise ValueError(f"reseed_after: expected an int >= 0, got {self.reseed_after!r}")
+        check_positive(self.tol, "tol")
+        check_positive(self.rho_s, "rho_s", allow_zero=True)
+        check_positive(self.rho_u, "rho_u", allow_zero=True)
+        check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
+        check_choice(self.output, ("message", "reconstruction"), "output")
+        check_choice(self.init, ("data", "random"), "init")
+        check_choice(self.dtype, ("float32", "float64"), "dtype")
+
+    def per_layer(self, name: str) -> tuple[float, ...]:
+        """``lam`` or ``beta`` expanded to one value per layer."""
+        v = getattr(self, name)
+        if isinstance(v, (tuple, list)):
+            if len(v) != len(self.atoms):
+                raise ValueError(f"{name}: expected one value or {len(self.atoms)} (one per layer), got {v!r}")
+            return tuple(float(a) for a in v)
+        return (float(v),) * len(self.atoms)
+
+
+class AtomLayer(nn.Module):
+    """A library of ``K`` rank-1 atoms ``u_i s_i^T`` mapping ``R^n`` (input) to ``R^m`` (output).
+
+    ``S`` ``(n, K)`` and ``U`` ``(m, K)`` are parameters learned by Atomic-Hebb, never by
+    autograd (``requires_grad=False``).
+    """
+
+    def __init__(self, n: int, m: int, k: int, dtype: torch.dtype = torch.float32):
+        super().__init__()
+        self.S = nn.Parameter(torch.randn(n, k, dtype=dtype) / n**0.5, requires_grad=False)  # (n, K)
+        self.U = nn.Parameter(torch.randn(m, k, dtype=dtype) / m**0.5, requires_grad=False)  # (m, K)
+        # batches since each atom last had a non-zero code (drives re-seeding)
+        self.register_buffer("unused_batches", torch.zeros(k, dtype=torch.long))
+
+    @property
+    def num_atoms(self) -> int:
+        return self.S.shape[1]
+
+    def message(self, g: torch.Tensor) -> torch.Tensor:
+        """Interface message ``U g``: ``(B, K) -> (B, m)``."""
+        return g @ self.U.T
+
+    def reconstruct(self, g: torch.Tensor) -> torch.Tensor:
+        """Input reconstruction ``S g``: ``(B, K) -> (B, n)``."""
+        return g @ self.S.T
+
+    def effective_weight(self, g: torch.Tensor) -> torch.Tensor:
+        """``W*(x) = U diag(g) S^T``: ``(K,) -> (m, n)`` or ``(B, K) -> (B, m, n)``.
+
+        An inspection object: which atoms, how strongly. The layer never multiplies by it.
+        """
+        if g.ndim == 1:
+            return (self.U * g) @ self.S.T
+        return torch.einsum("mk,bk,nk->bmn", self.U, g, self.S)
+
+
+@dataclass
+class Inference:
+    """Result of ``VectorNetwork.infer`` for a batch of ``B`` samples.
+
+    Attributes:
+        codes: per layer ``(B, K_l)``.
+        inputs: per layer ``x_l`` ``(B, n_l)`` (``x_1`` clamped; ``x_{l+1} = U_l g_l``).
+        targets: per layer ``h_l`` ``(B, m_l)`` (``S_{l+1} g_{l+1}``; the clamped ``y`` at the
+            top, or ``None`` when nothing is clamped there).
+        x_mask, y_mask: ``(B, n_1)`` / ``(B, m_L)`` masks used (``None`` = all observed).
+        energies: per layer local energy ``E_l`` ``(B,)`` at the final codes.
+        total_energy: free energy ``F`` ``(B,)`` at the final codes.
+        sweeps: sweeps run after the initial pass (0 for one layer).
+        iterations: FISTA iterations summed over layers and sweeps.
+        converged: the sweeps met ``tol`` within ``max_sweeps`` and every FISTA solve of the last
+            sweep (of the single solve, for one layer) met ``tol`` within ``max_iter``.
+        energy_history: batch-mean ``F`` after the initial pass and after every sweep.
+    """
+
+    codes: list[torch.Tensor]
+    inputs: list[torch.Tensor]
+    targets: list[torch.Tensor | None]
+    x_mask: torch.Tensor | None
+    y_mask: torch.Tensor | None
+    energies: list[torch.Tensor]
+    total_energy: torch.Tensor
+    sweeps: int
+    iterations: int
+    converged: bool
+    energy_history: list[float] = field(default_factory=list)
+
+
+@register("vn")
+class VectorNetwork(Model):
+    """A Vector Network (Pokel and Grewe, 2026), trained by inference + Atomic-Hebb only.
+
+    Inputs and targets are flattened: layer 1 sees ``x`` ``(B, n_1)``, the top layer's message
+    predicts ``y`` ``(B, m_L)``.
+    """
+
+    Config = VNConfig
+
+    # -- construction --------------------------------------------------------------------------
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        if spec.is_classification:
+            raise ValueError("split: VectorNetwork predicts real-valued targets; got integer class labels")
+        if cfg.output == "reconstruction" and spec.x_dim != spec.y_dim:
+            raise ValueError("output: 'reconstruction' needs targets with as many entries as inputs")
+        dtype = getattr(torch, cfg.dtype)
+        sizes = [spec.x_dim, *cfg.hidden, spec.y_dim]
+        self.layers = nn.ModuleList(
+            AtomLayer(sizes[i], sizes[i + 1], k, dtype) for i, k in enumerate(cfg.atoms)
+        )
+        self._lams = cfg.per_layer("lam")
+        self._betas = cfg.per_layer("beta")
+        # set once the data-dependent init has run, so a loaded model is not re-initialised
+        self.register_buffer("initialised", torch.zeros((), dtype=torch.bool))
+
+    @property
+    def dtype(self) -> torch.dtype:
+        return self.layers[0].S.dtype
+
+    def _precisions(self, l: int) -> tuple[float, float]:
+        """``(c_in, c_out)`` of layer ``l`` (see module docstring)."""
+        return (1.0 if l == 0 else self._betas[l - 1]), self._betas[l]
+
+    # -- inference -------------------------------------------------------------------------------
+    def _layer_problem(
+        self,
+        l: int,
+        x_l: torch.Tensor,
+        h_l: torch.Tensor | None,
+        x_mask: torch.Tensor | None,
+        h_mask: torch.Tensor | None,
+        use_top_down: bool,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Gram matrix ``G`` ``(K,K)`` or ``(B,K,K)``, linear term ``b`` ``(B,K)`` and
+        Lipschitz constant of layer ``l``'s LASSO with its neighbours held fixed."""
+        layer = self.layers[l]
+        S, U = layer.S, layer.U
+        c_in, c_out = self._precisions(l)
+        if not use_top_down or h_l is None:
+            c_out = 0.0
+        xm = x_l if x_mask is None else x_l * x_mask
+        b = c_in * (xm @ S)  # (B, K)
+        if c_out:
+            hm = h_l if h_mask is None else h_l * h_mask
+            b = b + c_out * (hm @ U)
+        per_sample = x_mask is not None or (c_out and h_mask is not None)
+        if not per_sample:
+            G = c_in * (S.T @ S)  # (K, K)
+            if c_out:
+                G = G + c_out * (U.T @ U)
+        else:
+            ones_x = torch.ones_like(x_l) if x_mask is None else x_mask
+            G = c_in * torch.einsum("nk,bn,nj->bkj", S, ones_x, S)  # (B, K, K)
+            if c_out:
+                ones_h = torch.ones_like(h_l) if h_mask is None else h_mask
+                G = G + c_out * torch.einsum("mk,bm,mj->bkj", U, ones_h, U)
+        return G, b, largest_eigenvalue(G)
+
+    def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
+        cfg = self.config
+        G, b, lip = self._layer_problem(l, x_l, h_l, x_mask, h_mask, use_top_down)
+        top = l == len(self.layers) - 1
+        res = fista_gram(
+            G, b, self._lams[l], lip, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol,
+            nonneg=cfg.nonneg, topk=cfg.topk if top else 0,
+        )
+        return res.codes, res.iterations, res.converged
+
+    @torch.no_grad()
+    def infer(
+        self,
+        x: torch.Tensor,
+        y: torch.Tensor | None = None,
+        x_mask: torch.Tensor | None = None,
+        y_mask: torch.Tensor | None = None,
+    ) -> Inference:
+        """Infer the sparse codes of every layer for a batch.
+
+        Args:
+            x: ``(B, n_1)`` clamped input (flattened).
+            y: optional ``(B, m_L)`` target clamped at the top with precision ``beta_L``.
+            x_mask: optional ``(B, n_1)`` 0/1 mask of observed input entries.
+            y_mask: optional ``(B, m_L)`` 0/1 mask of observed target entries.
+
+        Schedule **(choice)**: a bottom-up pass (each layer solved from its input alone, the top
+        layer with ``y`` if clamped), then alternating down and up sweeps of block coordinate
+        descent on ``F``, warm-started, until the relative change of every code between sweeps
+        is below ``tol`` or ``max_sweeps`` is spent.
+        """
+        cfg = self.config
+        L = len(self.layers)
+        x = x.to(self.dtype)
+        y = None if y is None else y.to(self.dtype)
+        x_mask = None if x_mask is None else x_mask.to(self.dtype)
+        y_mask = None if y_mask is None else y_mask.to(self.dtype)
+        codes: list[torch.Tensor] = []
+        iterations, converged = 0, True
+
+        def context(l: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
+            x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
+            if l < L - 1:
+                h_l, h_mask = self.layers[l + 1].reconstruct(codes[l + 1]), None
+            else:
+                h_l, h_mask = y, y_mask
+            return x_l, h_l, (x_mask if l == 0 else None), h_mask
+
+        # bottom-up pass: layers below the top have no top-down target yet
+        for l in range(L):
+            x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
+            h_l, h_mask = (y, y_mask) if l == L - 1 else (None, None)
+            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, None, True)
+            codes.append(g)
+            iterations += it
+            converged &= ok
+        history = [float(self._free_energy(x, y, x_mask, y_mask, codes).mean())]
+
+        sweeps = 0
+        if L > 1:
+            order = list(range(L - 2, -1, -1)) + list(range(1, L))  # down then up
+            sweeps_converged = False
+            for sweeps in range(1, cfg.max_sweeps + 1):
+                before = [g.clone() for g in codes]
+                converged = True  # judged on the last sweep: early warm starts may use their budget
+                for l in order:
+                    x_l, h_l, xm, hm = context(l)
+                    codes[l], it, ok = self._solve_layer(l, x_l, h_l, xm, hm, codes[l], True)
+                    iterations += it
+                    converged &= ok
+                history.append(float(self._free_energy(x, y, x_mask, y_mask, codes).mean()))
+                change = max(
+                    float(((g - g0).norm(dim=-1) / g.norm(dim=-1).clamp_min(1e-12)).max())
+                    for g, g0 in zip(codes, before)
+                )
+                if change < cfg.tol:
+                    sweeps_converged = True
+                    break
+            converged &= sweeps_converged
+
+        inputs = [x] + [self.layers[l].message(codes[l]) for l in range(L - 1)]
+        targets: list[torch.Tensor | None] = [self.layers[l + 1].reconstruct(codes[l + 1]) for l in range(L - 1)]
+        targets.append(y)
+        energies = [
+            self._local_energy(l, inputs[l], targets[l], x_mask if l == 0 else None,
+                               y_mask if l == L - 1 else None, codes[l])
+            for l in range(L)
+        ]
+        return Inference(
+            codes=codes, inputs=inputs, targets=targets, x_mask=x_mask, y_mask=y_mask,
+            energies=energies, total_energy=self._free_energy(x, y, x_mask, y_mask, codes),
+            sweeps=sweeps, iterations=iterations, converged=converged, energy_history=history,
+        )
+
+    # -- energies ----------------------------------------------------------------------------------
+    def _local_energy(self, l, x_l, h_l, x_mask, h_mask, g) -> torch.Tensor:
+        """``E_l`` ``(B,)`` (module docstring), from the un-expanded formula."""
+        layer = self.layers[l]
+        c_in, c_out = self._precisions(l)
+        rx = x_l - layer.reconstruct(g)
+        if x_mask is not None:
+            rx = rx * x_mask
+        e = 0.5 * c_in * (rx**2).sum(-1) + self._lams[l] * g.abs().sum(-1)
+        if h_l is not None:
+            rh = h_l - layer.message(g)
+            if h_mask is not None:
+                rh = rh * h_mask
+            e = e + 0.5 * c_out * (rh**2).sum(-1)
+        return e
+
+    def _free_energy(self, x, y, x_mask, y_mask, codes) -> torch.Tensor:
+        """Free energy ``F`` ``(B,)`` with every term counted once (module docstring)."""
+        L = len(self.layers)
+        first = self.layers[0]
+        rx = x - first.reconstruct(codes[0])
+        if x_mask is not None:
+            rx = rx * x_mask
+        F = 0.5 * (rx**2).sum(-1)
+        for l in range(L):
+            F = F + self._lams[l] * codes[l].abs().sum(-1)
+            if l < L - 1:
+                gap = self.layers[l + 1].reconstruct(codes[l + 1]) - self.layers[l].message(codes[l])
+                F = F + 0.5 * self._betas[l] * (gap**2).sum(-1)
+        if y is not None:
+            ry = y - self.layers[-1].message(codes[-1])
+            if y_mask is not None:
+                ry = ry * y_mask
+            F = F + 0.5 * self._betas[-1] * (ry**2).sum(-1)
+        return F
+
+    def energy(self, inference: Inference) -> torch.Tensor:
+        """Free energy ``F`` ``(B,)`` of the current atoms at ``inference``'s codes.
+
+        Differentiable in the atoms (the codes are held fixed): ``autograd`` of its batch
+        mean is what Atomic-Hebb follows (Danskin).
+        """
+        inf = inference
+        y = inf.targets[-1]
+        return self._free_energy(inf.inputs[0], y, inf.x_mask, inf.y_mask, inf.codes)
+
+    # -- slow learning -------------------------------------------------------------------------------
+    @torch.no_grad()
+    def atomic_hebb(self, inference: Inference) -> list[dict[str, torch.Tensor]]:
+        """Atomic-Hebb: ``S_l += rho_S r^x_l g_l^T``, ``U_l += rho_U r^h_l g_l^T`` (batch mean),
+        then the atom-norm policy on the updated atoms, then re-seeding of long-unused atoms.
+
+        Residuals are precision-weighted and masked (module docstring). An atom whose code is
+        zero for the whole batch gets an exactly zero update and is not touched by the norm
+        policy, so it stays bit-for-bit unchanged (unless re-seeded).
+
+        Returns:
+            per layer ``{"S": dS, "U": dU}``: the raw updates before the norm policy.
+        """
+        cfg = self.config
+        inf = inference
+        L = len(self.layers)
+        updates = []
+        for l, layer in enumerate(self.layers):
+            g = inf.codes[l]  # (B, K)
+            B = g.shape[0]
+            c_in, c_out = self._precisions(l)
+            r_x = c_in * (inf.inputs[l] - layer.reconstruct(g))  # (B, n)
+            if l == 0 and inf.x_mask is not None:
+                r_x = r_x * inf.x_mask
+            h = inf.targets[l]
+            if h is None:
+                r_h = torch.zeros(B, layer.U.shape[0], dtype=g.dtype, device=g.device)
+            else:
+                r_h = c_out * (h - layer.message(g))  # (B, m)
+                if l == L - 1 and inf.y_mask is not None:
+                    r_h = r_h * inf.y_mask
+            dS = cfg.rho_s * (r_x.T @ g) / B  # (n, K)
+            dU = cfg.rho_u * (r_h.T @ g) / B  # (m, K)
+            layer.S += dS
+            layer.U += dU
+            active = (g != 0).any(dim=0)  # (K,)
+            self._apply_norm_policy(layer, active)
+            layer.unused_batches = torch.where(active, 0, layer.unused_batches + 1)
+            if cfg.reseed_after:
+                self._reseed(layer, r_x, r_h, layer.unused_batches >= cfg.reseed_after)
+            updates.append({"S": dS, "U": dU})
+        return updates
+
+    def _apply_norm_policy(self, layer: AtomLayer, active: torch.Tensor) -> None:
+        policy = self.config.norm_policy
+        if policy == "none" or not bool(active.any()):
+            return
+        norms = layer.S.norm(dim=0)  # (K,)
+        scale = norms.clamp_min(1e-12)
+        if policy == "clip_s":
+            scale = scale.clamp_min(1.0)
+        scale = torch.where(active, scale, torch.ones_like(scale))
+        idx = active.nonzero().squeeze(-1)
+        # only active columns are rewritten, so inactive ones keep their exact bits
+        layer.S[:, idx] = layer.S[:, idx] / scale[idx]
+        layer.U[:, idx] = layer.U[:, idx] / scale[idx]
+
+    def _reseed(self, layer: AtomLayer, r_x: torch.Tensor, r_h: torch.Tensor, dead: torch.Tensor) -> None:
+        """Point dead atoms at the largest residuals of the batch (one sample per atom)."""
+        n_dead = int(dead.sum())
+        if n_dead == 0:
+            return
+        worst = (r_x**2).sum(-1).argsort(descending=True)[:n_dead]  # (n_dead,)
+        dead_idx = dead.nonzero().squeeze(-1)[: len(worst)]
+        scale = r_x[worst].norm(dim=-1).clamp_min(1e-12)  # (n_dead,)
+        layer.S[:, dead_idx] = (r_x[worst] / scale[:, None]).T
+        layer.U[:, dead_idx] = (r_h[worst] / scale[:, None]).T
+        layer.unused_batches[dead_idx] = 0
+
+    # -- Model API ---------------------------------------------------------------------------------
+    def _flat(self, t: torch.Tensor | None) -> torch.Tensor | None:
+        return None if t is None else t.reshape(t.shape[0], -1).to(self.dtype)
+
+    def _init_from_data(self, split: Split) -> None:
+        """**(choice)** First-layer atoms start as normalised random training inputs, paired with
+        their targets (``u`` scaled like ``s``): a data-driven start speeds up dictionary learning."""
+        first = self.layers[0]
+        K = first.num_atoms
+        gen = torch.Generator().manual_seed(self.seed)
+        idx = torch.randint(len(split), (K,), generator=gen)
+        xs = self._flat(split.x[idx])  # (K, n)
+        if split.x_mask is not None:
+            xs = xs * self._flat(split.x_mask[idx])
+        norms = xs.norm(dim=-1).clamp_min(1e-12)
+        first.S.copy_((xs / norms[:, None]).T)
+        if len(self.layers) == 1:
+            ys = self._flat(split.y[idx])
+            if split.y_mask is not None:
+                ys = ys * self._flat(split.y_mask[idx])
+            first.U.copy_((ys / norms[:, None]).T)
+
+    def _fit(self, split: Split) -> None:
+        cfg = self.config
+        if not bool(self.initialised):
+            if cfg.init == "data":
+                self._init_from_data(split)
+            self.initialised.fill_(True)
+        gen = torch.Generator().manual_seed(self.seed)
+        x, y = self._flat(split.x), self._flat(split.y)
+        xm, ym = self._flat(split.x_mask), self._flat(split.y_mask)
+        n = len(split)
+        bar = tqdm(range(cfg.epochs), desc="vn fit", disable=not cfg.progress or None, leave=False)
+        self.history: list[float] = []
+        for _ in bar:
+            perm = torch.randperm(n, generator=gen)
+            total = 0.0
+            for start in range(0, n, cfg.batch_size):
+                i = perm[start : start + cfg.batch_size]
+                inf = self.infer(x[i], y[i], None if xm is None else xm[i], None if ym is None else ym[i])
+                self.atomic_hebb(inf)
+                total += float(inf.total_energy.sum())
+            self.history.append(total / n)
+            bar.set_postfix(energy=f"{self.history[-1]:.4g}")
+
+    def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        spec = self.spec
+        outs = []
+        xf, mf = self._flat(x), self._flat(x_mask)
+        for start in range(0, xf.shape[0], 1024):
+            inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
+            if self.config.output == "reconstruction":
+                outs.append(self.layers[0].reconstruct(inf.codes[0]))
+            else:
+                outs.append(self.layers[-1].message(inf.codes[-1]))
+        return torch.cat(outs).reshape(x.shape[0], *spec.y_shape).to(torch.get_default_dtype())

@@ -1,0 +1,203 @@
+"""VectorNetwork: energies, Danskin, exact zeros, constraints, determinism, checkpoints."""
+import pytest
+import torch
+
+import hebbnets as hn
+from hebbnets.vn import VectorNetwork
+
+
+def _data(n=96, d_in=12, d_out=8, seed=0, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    x = torch.randn(n, d_in, generator=gen, dtype=dtype)
+    y = torch.randn(n, d_out, generator=gen, dtype=dtype)
+    return x, y
+
+
+def _net(x, y, **cfg):
+    """A network built for the shapes of (x, y) with untrained (random) atoms."""
+    cfg = {"progress": False, "dtype": "float64", "reseed_after": 0, "init": "random", "epochs": 1, **cfg}
+    model = hn.models.make("vn", seed=0, **cfg)
+    model.fit(hn.Split(x[:4], y[:4]))  # builds shapes; one tiny batch of learning
+    return model
+
+
+def test_free_energy_non_increasing_over_sweeps():
+    x, y = _data()
+    net = _net(x, y, atoms=(16, 12, 10), hidden=(10, 9), lam=0.05, beta=0.5, max_iter=50, max_sweeps=8, tol=1e-9)
+    inf = net.infer(x, y)
+    h = torch.tensor(inf.energy_history, dtype=torch.float64)
+    assert len(h) >= 3
+    assert bool((h[1:] <= h[:-1] + 1e-10 * h[0].abs()).all()), h
+    # the energy reported at the end is the free energy of the returned codes
+    torch.testing.assert_close(inf.total_energy.mean(), h[-1], rtol=1e-12, atol=1e-12)
+
+
+def test_local_energy_is_the_part_of_F_that_depends_on_the_layer():
+    x, y = _data(seed=1)
+    net = _net(x, y, atoms=(16, 10), hidden=(9,), lam=0.05, beta=0.7, max_iter=30, max_sweeps=3)
+    inf = net.infer(x, y)
+    # perturb layer 0's code: the change of F equals the change of E_0
+    g0 = inf.codes[0].clone()
+    inf.codes[0] = g0 + 0.1
+    F1, E1 = net.energy(inf), net._local_energy(0, x, net.layers[1].reconstruct(inf.codes[1]), None, None, inf.codes[0])
+    inf.codes[0] = g0
+    F0, E0 = net.energy(inf), net._local_energy(0, x, net.layers[1].reconstruct(inf.codes[1]), None, None, g0)
+    torch.testing.assert_close(F1 - F0, E1 - E0)
+
+
+@pytest.mark.parametrize("layers", [1, 3])
+def test_atomic_hebb_is_minus_rho_times_autograd_gradient(layers):
+    """Danskin: at converged codes, the local update equals -rho dF/d(S, U) with codes fixed."""
+    x, y = _data(seed=2)
+    x_mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) > 0.2).double()
+    y_mask = (torch.rand(y.shape, generator=torch.Generator().manual_seed(2)) > 0.2).double()
+    atoms, hidden = ((20,), ()) if layers == 1 else ((20, 14, 10), (11, 7))
+    net = _net(x, y, atoms=atoms, hidden=hidden, lam=0.1, beta=0.3, rho_s=0.3, rho_u=0.2,
+               norm_policy="none", max_iter=2000, max_sweeps=400, tol=1e-6)
+    inf = net.infer(x, y, x_mask, y_mask)
+    assert inf.converged
+    params = [p for layer in net.layers for p in (layer.S, layer.U)]
+    for p in params:
+        p.requires_grad_(True)
+    net.energy(inf).mean().backward()
+    grads = [p.grad.clone() for p in params]
+    for p in params:
+        p.requires_grad_(False)
+        p.grad = None
+    updates = net.atomic_hebb(inf)
+    for l, upd in enumerate(updates):
+        torch.testing.assert_close(upd["S"], -0.3 * grads[2 * l], atol=1e-10, rtol=1e-5)
+        torch.testing.assert_close(upd["U"], -0.2 * grads[2 * l + 1], atol=1e-10, rtol=1e-5)
+        assert float(upd["S"].abs().max()) > 0 and float(upd["U"].abs().max()) > 0
+
+
+@pytest.mark.parametrize("policy", ["unit_s", "clip_s", "none"])
+def test_inactive_atoms_are_bit_for_bit_unchanged(policy):
+    x, y = _data(n=32, seed=3, dtype=torch.float32)
+    net = _net(x, y, atoms=(64,), lam=2.5, norm_policy=policy, dtype="float32")
+    inf = net.infer(x, y)
+    g = inf.codes[0]
+    inactive = ~(g != 0).any(dim=0)
+    assert 0 < int(inactive.sum()) < 64
+    S0, U0 = net.layers[0].S.clone(), net.layers[0].U.clone()
+    net.atomic_hebb(inf)
+    S1, U1 = net.layers[0].S, net.layers[0].U
+    assert torch.equal(S1[:, inactive], S0[:, inactive]) and torch.equal(U1[:, inactive], U0[:, inactive])
+    assert not torch.equal(S1[:, ~inactive], S0[:, ~inactive])
+
+
+def test_norm_policy_bounds_updated_atoms():
+    x, y = _data(n=64, seed=4)
+    net = _net(x, y, atoms=(16,), lam=0.01, norm_policy="unit_s", rho_s=5.0)
+    inf = net.infer(x, y)
+    net.atomic_hebb(inf)
+    active = (inf.codes[0] != 0).any(0)
+    torch.testing.assert_close(net.layers[0].S[:, active].norm(dim=0), torch.ones(int(active.sum()), dtype=torch.float64))
+
+
+def test_topk_and_nonneg_constraints():
+    x, y = _data(seed=5)
+    net = _net(x, y, atoms=(24, 16), hidden=(10,), lam=0.01, topk=3, nonneg=True, max_sweeps=3)
+    for inf in (net.infer(x, y), net.infer(x)):
+        assert int((inf.codes[-1] != 0).sum(-1).max()) <= 3
+        assert all(bool((g >= 0).all()) for g in inf.codes)
+    assert int((inf.codes[0] != 0).sum(-1).max()) > 3  # top-k applies to the top layer only
+
+
+def test_masked_input_entries_do_not_influence_codes():
+    x, y = _data(seed=6)
+    mask = torch.ones_like(x)
+    mask[:, :4] = 0
+    net = _net(x, y, atoms=(20,), lam=0.05)
+    a = net.infer(x, x_mask=mask)
+    x2 = x.clone()
+    x2[:, :4] = 100.0
+    b = net.infer(x2, x_mask=mask)
+    assert torch.equal(a.codes[0], b.codes[0])
+
+
+def test_reseeds_atoms_unused_for_configured_batches():
+    x, y = _data(n=32, seed=7)
+    net = _net(x, y, atoms=(10,), lam=0.05, reseed_after=2)
+    net.layers[0].S[:, 3] = 0.0  # a dead atom: its code is always exactly zero
+    net.layers[0].U[:, 3] = 0.0
+    for _ in range(2):
+        net.atomic_hebb(net.infer(x, y))
+    assert float(net.layers[0].S[:, 3].norm()) == pytest.approx(1.0)
+    assert int(net.layers[0].unused_batches[3]) == 0
+
+
+def test_effective_weight_is_sum_of_rank1_atoms():
+    x, y = _data(seed=8)
+    net = _net(x, y, atoms=(6,))
+    layer = net.layers[0]
+    g = torch.randn(6, dtype=torch.float64)
+    expected = sum(g[i] * torch.outer(layer.U[:, i], layer.S[:, i]) for i in range(6))
+    torch.testing.assert_close(layer.effective_weight(g), expected)
+    torch.testing.assert_close(layer.effective_weight(g[None])[0], expected)
+    torch.testing.assert_close(layer.message(g[None])[0], layer.U @ g)
+
+
+def _toy():
+    return hn.tasks.make("toy_atoms", seed=0, n_train=200, n_test=50, n_atoms=10, x_dim=8, y_dim=6)
+
+
+def test_same_seed_same_everything_and_save_load(tmp_path):
+    task = _toy()
+    a = hn.models.make("vn", seed=3, atoms=(12,), epochs=2, progress=False).fit(task.train)
+    b = hn.models.make("vn", seed=3, atoms=(12,), epochs=2, progress=False).fit(task.train)
+    c = hn.models.make("vn", seed=4, atoms=(12,), epochs=2, progress=False).fit(task.train)
+    assert torch.equal(a.layers[0].S, b.layers[0].S) and torch.equal(a.layers[0].U, b.layers[0].U)
+    assert not torch.equal(a.layers[0].S, c.layers[0].S)
+    x = task.tests["ood"].x
+    assert torch.equal(a.infer(x).codes[0], b.infer(x).codes[0])
+    assert torch.equal(a.predict(x), b.predict(x))
+    a.save(tmp_path / "vn")
+    loaded = hn.models.load(tmp_path / "vn")
+    assert isinstance(loaded, VectorNetwork)
+    assert torch.equal(loaded.predict(x), a.predict(x))
+    assert loaded.num_parameters == a.num_parameters == 12 * (8 + 6)
+    assert not list((tmp_path / "vn").glob("*.pt")) and not list((tmp_path / "vn").glob("*.pkl"))
+
+
+def test_learning_reduces_error_on_toy_task():
+    task = hn.tasks.make("toy_atoms", seed=0, n_train=600, n_test=100, n_atoms=12, x_dim=10, y_dim=8)
+    cfg = dict(atoms=(16,), lam=0.05, nonneg=True, rho_s=1.0, rho_u=1.0, batch_size=64, progress=False, tol=1e-3)
+    untrained = hn.models.make("vn", seed=0, epochs=1, rho_s=0.0, rho_u=0.0, **{k: v for k, v in cfg.items() if k not in ("rho_s", "rho_u")})
+    untrained.fit(task.train)
+    trained = hn.models.make("vn", seed=0, epochs=15, **cfg).fit(task.train)
+    assert trained.score(task.tests["id"]) < 0.5 * untrained.score(task.tests["id"])
+
+
+def test_reconstruction_output_mode():
+    task = _toy()
+    split = hn.Split(task.train.x, task.train.x)
+    m = hn.models.make("vn", atoms=(12,), epochs=1, output="reconstruction", progress=False).fit(split)
+    assert m.predict(split.x).shape == split.x.shape
+    with pytest.raises(ValueError, match="output"):
+        hn.models.make("vn", atoms=(12,), epochs=1, output="reconstruction", progress=False).fit(task.train)
+
+
+@pytest.mark.parametrize(
+    "cfg, word",
+    [
+        (dict(atoms=()), "atoms"),
+        (dict(atoms=(4, 4)), "hidden"),
+        (dict(lam=-1.0), "lam"),
+        (dict(beta=(1.0, 2.0)), "beta"),
+        (dict(topk=-1), "topk"),
+        (dict(norm_policy="big"), "norm_policy"),
+        (dict(output="logits"), "output"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(tol=float("nan")), "tol"),
+        (dict(atomz=(4,)), "atomz"),
+    ],
+)
+def test_bad_config_raises_naming_the_argument(cfg, word):
+    with pytest.raises(ValueError, match=word):
+        hn.models.make("vn", **cfg)
+
+
+def test_vn_rejects_class_labels():
+    with pytest.raises(ValueError, match="split"):
+        hn.models.make("vn", progress=False).fit(hn.Split(torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])))
