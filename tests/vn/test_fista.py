@@ -23,12 +23,12 @@ def _objective(S, x, g, lam):
     return 0.5 * ((x - g @ S.T) ** 2).sum(-1) + lam * g.abs().sum(-1)
 
 
-@pytest.mark.parametrize("nonneg", [False, True])
-def test_objective_matches_sklearn_lasso_cd(nonneg):
+@pytest.mark.parametrize("nonneg, monotone", [(False, True), (True, True), (False, False)])
+def test_objective_matches_sklearn_lasso_cd(nonneg, monotone):
     S, x = _problem()
     lam = 0.1
     sk = sparse_encode(x.numpy(), S.T.numpy(), algorithm="lasso_cd", alpha=lam, max_iter=100000, positive=nonneg)
-    res = fista_gram(S.T @ S, x @ S, lam, max_iter=20000, tol=1e-12, nonneg=nonneg)
+    res = fista_gram(S.T @ S, x @ S, lam, max_iter=20000, tol=1e-12, nonneg=nonneg, monotone=monotone)
     ours = _objective(S, x, res.codes, lam)
     theirs = _objective(S, x, torch.from_numpy(sk), lam)
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5)
@@ -96,3 +96,50 @@ def test_power_iteration_matches_eigvalsh():
     assert true * (1 - 1e-4) <= est <= true * (1 + 1e-12)
     Gb = torch.stack([G, 2 * G])
     torch.testing.assert_close(largest_eigenvalue(Gb), torch.linalg.eigvalsh(Gb)[:, -1], rtol=1e-4, atol=0)
+
+
+def test_plain_fista_refuses_topk():
+    with pytest.raises(ValueError, match="monotone"):
+        fista_gram(torch.eye(3), torch.ones(2, 3), 0.1, topk=1, monotone=False)
+
+
+# -- properties of the proximal maps (hypothesis) ------------------------------------------------
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+_rows = arrays(np.float64, st.tuples(st.integers(1, 4), st.integers(1, 9)),
+               elements=st.floats(-10, 10, allow_nan=False, allow_subnormal=False))
+
+
+@settings(max_examples=60, deadline=None)
+@given(z=_rows, thresh=st.floats(0, 5), nonneg=st.booleans())
+def test_soft_threshold_is_the_l1_prox(z, thresh, nonneg):
+    """p = prox(z) satisfies the optimality condition z - p in thresh * d|p| (+ normal cone)."""
+    z = torch.from_numpy(z)
+    p = soft_threshold(z, thresh, nonneg)
+    r = z - p
+    on = p != 0
+    assert torch.allclose(r[on], thresh * torch.sign(p[on]), atol=1e-9)
+    if nonneg:
+        assert bool((p >= 0).all()) and bool((r[~on] <= thresh + 1e-9).all())
+    else:
+        assert bool((r[~on].abs() <= thresh + 1e-9).all())
+
+
+@settings(max_examples=60, deadline=None)
+@given(g=_rows, k=st.integers(0, 10))
+def test_keep_topk_properties(g, k):
+    g = torch.from_numpy(g)
+    out = keep_topk(g, k)
+    kept = out != 0
+    if 0 < k < g.shape[1]:
+        assert int(kept.sum(-1).max()) <= k
+        # every dropped entry is no larger than every kept one in the same row
+        for row, orow in zip(g, out):
+            keep = orow != 0
+            if keep.any() and (~keep).any():
+                assert float(row[~keep].abs().max()) <= float(row[keep].abs().min())
+    else:
+        assert torch.equal(out, g)
+    assert torch.equal(out[kept], g[kept])

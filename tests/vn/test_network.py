@@ -48,7 +48,7 @@ def test_local_energy_is_the_part_of_F_that_depends_on_the_layer():
 @pytest.mark.parametrize("layers", [1, 3])
 def test_atomic_hebb_is_minus_rho_times_autograd_gradient(layers):
     """Danskin: at converged codes, the local update equals -rho dF/d(S, U) with codes fixed."""
-    x, y = _data(seed=2)
+    x, y = _data(n=32, seed=2)
     x_mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) > 0.2).double()
     y_mask = (torch.rand(y.shape, generator=torch.Generator().manual_seed(2)) > 0.2).double()
     atoms, hidden = ((20,), ()) if layers == 1 else ((20, 14, 10), (11, 7))
