@@ -12,6 +12,7 @@ from hebbnets.cli import main
         (["run", "nope", "--models", "vn"], "task"),
         (["run", "toy_atoms", "--models", "nope"], "nope"),
         (["run", "toy_atoms", "--models", "vn", "--set", "n_atomz=3"], "n_atomz"),
+        (["--threads", "0", "demo"], "--threads"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(argv, word, capsys):

@@ -38,10 +38,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="hebbnets", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"hebbnets {__version__}")
+    parser.add_argument(
+        "--threads", type=int, default=None, metavar="N",
+        help="torch intra-op threads (default: torch's choice). Use 1 when other processes load the "
+        "cores: OpenMP's spinning threads slow the small matmuls of sparse inference badly then.",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_parser(sub)
     add_run_parser(sub)
     args = parser.parse_args(argv)  # argparse itself exits with code 2 on bad syntax
+    if args.threads is not None:
+        if args.threads < 1:
+            print(f"hebbnets: error: --threads: expected an int >= 1, got {args.threads}", file=sys.stderr)
+            return EXIT_BAD_INPUT
+        import torch
+
+        torch.set_num_threads(args.threads)
     try:
         return args.func(args)
     except ValueError as exc:  # bad input found after parsing (e.g. a task parameter)

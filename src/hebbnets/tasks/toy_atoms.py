@@ -32,7 +32,7 @@ _DEFAULTS = {
 MODEL_CONFIGS: dict[str, dict[str, Any]] = {
     "vn": dict(atoms=(48,), lam=0.03, beta=1.0, nonneg=True, epochs=30, batch_size=128,
                rho_s=8.0, rho_u=8.0, tol=1e-3),
-    "mlp": dict(hidden=(256, 256), lr=1e-3, epochs=200, batch_size=64, patience=20),
+    "mlp": dict(hidden=(512, 512, 512), lr=1e-3, epochs=200, batch_size=64, patience=20),
 }
 
 
