@@ -1,6 +1,9 @@
 """Baselines trained by backprop, all through the one loop in ``_trainer``."""
 from ._trainer import BackpropModel, TrainConfig, carve_validation, supervised_loss, train_backprop
 from .mlp import MLP, MLPConfig
+from . import cnn, factorized, mamba, transformer, vae  # noqa: F401  (register "cnn", "factorized", "mamba", "transformer", "vae")
+from . import autoencoders, gnn  # noqa: F401  (register "ae", "conv_ae", "gnn")
+from . import centroid, lstm  # noqa: F401  (register "centroid", "lda", "lstm")
 
 __all__ = [
     "BackpropModel",

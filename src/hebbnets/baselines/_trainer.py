@@ -50,13 +50,21 @@ def carve_validation(n: int, fraction: float, generator: torch.Generator) -> tup
 
 
 def supervised_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Tensor:
-    """Cross-entropy for class labels, (masked) MSE for float targets."""
+    """Cross-entropy for class labels, (masked) MSE for float targets.
+
+    A split scored by ``"mse_missing"`` (masked prediction) is trained on exactly that: the MSE
+    over the entries hidden from the input (``x_mask == 0``), as a masked autoencoder is.
+    """
     if spec.is_classification:
         return F.cross_entropy(out, split.y)
     err = (out - split.y) ** 2
-    if split.y_mask is None:
+    weight = split.y_mask
+    if split.metric == "mse_missing" and split.x_mask is not None and split.x_mask.shape == split.y.shape:
+        missing = 1.0 - split.x_mask
+        weight = missing if weight is None else weight * missing
+    if weight is None:
         return err.mean()
-    return (err * split.y_mask).sum() / split.y_mask.sum().clamp_min(1)
+    return (err * weight).sum() / weight.sum().clamp_min(1)
 
 
 class BackpropModel(Model):
@@ -68,6 +76,14 @@ class BackpropModel(Model):
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
+
+    def _loss(self, batch: Split) -> torch.Tensor:
+        """Training objective on one batch (default: the supervised loss of ``_forward``).
+
+        Override for another objective (e.g. a VAE's ELBO). Early stopping always uses the
+        supervised loss of the eval-mode ``_forward``, the quantity the model is scored by.
+        """
+        return supervised_loss(self._forward(batch.x, batch.x_mask), batch, self.spec)
 
     def _fit(self, split: Split) -> None:
         train_backprop(self, split)
@@ -98,7 +114,7 @@ def train_backprop(model: BackpropModel, split: Split) -> dict[str, list[float]]
         total = 0.0
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
-            loss = supervised_loss(model._forward(batch.x, batch.x_mask), batch, spec)
+            loss = model._loss(batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()

@@ -1,0 +1,116 @@
+"""Trivial bag-of-tokens baselines on the mean-pooled input (scikit-learn):
+
+* ``"centroid"``: nearest class centroid (``sklearn.neighbors.NearestCentroid``);
+* ``"lda"``: linear discriminant analysis with a pooled covariance
+  (``sklearn.discriminant_analysis.LinearDiscriminantAnalysis``).
+
+Inputs ``(N, T, D)`` are averaged over every axis but the last (``(N, D)`` inputs are used as
+they are), so these models see exactly what a bag of tokens carries. The fitted scikit-learn
+quantities are copied into buffers, so prediction is a torch expression and checkpoints are
+safetensors like every other model (tested to agree with scikit-learn's own ``predict``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from .._model import DataSpec, Model
+from .._split import Split
+from ..models import register
+
+
+def mean_pool(x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``(N, ..., D)`` -> ``(N, D)``: mean over the middle (token) axes; with a mask, the mean of
+    the observed entries only."""
+    if x.ndim == 2:
+        return x if x_mask is None else x * x_mask
+    dims = tuple(range(1, x.ndim - 1))
+    if x_mask is None:
+        return x.mean(dims)
+    return (x * x_mask).sum(dims) / x_mask.sum(dims).clamp_min(1)
+
+
+def _check_classification(spec: DataSpec, name: str) -> None:
+    if not spec.is_classification:
+        raise ValueError(f"split: {name} is a classifier; it needs integer class targets y (N,)")
+
+
+@dataclass
+class CentroidConfig:
+    pass
+
+
+@register("centroid")
+class NearestCentroidModel(Model):
+    """Nearest class centroid (Euclidean) on mean-pooled inputs. No learned weights beyond the
+    class means."""
+
+    Config = CentroidConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        _check_classification(spec, "centroid")
+        self.register_buffer("centroids", torch.zeros(spec.n_classes, spec.x_shape[-1]))  # (C, D)
+
+    def _fit(self, split: Split) -> None:
+        from sklearn.neighbors import NearestCentroid
+
+        feats = mean_pool(split.x, split.x_mask).double().numpy()  # (N, D)
+        labels = split.y.numpy()
+        sk = NearestCentroid().fit(feats, labels)
+        cent = torch.full_like(self.centroids, float("inf"), dtype=torch.float64)
+        cent[torch.as_tensor(sk.classes_)] = torch.as_tensor(sk.centroids_)  # classes absent in train never win
+        self.centroids = cent.to(self.centroids.dtype)
+        self._sk = sk  # kept for the agreement test; not part of the checkpoint
+
+    def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        f = mean_pool(x, x_mask).to(self.centroids.dtype)  # (N, D)
+        d = torch.cdist(f, torch.nan_to_num(self.centroids, posinf=1e30))  # (N, C)
+        return d.argmin(1)
+
+
+@dataclass
+class LDAConfig:
+    solver: str = "svd"
+    shrinkage: float | None = None  # only with solver "lsqr" / "eigen"
+
+    def __post_init__(self) -> None:
+        if self.solver not in ("svd", "lsqr", "eigen"):
+            raise ValueError(f"solver: unknown {self.solver!r}; expected one of ['eigen', 'lsqr', 'svd']")
+        if self.shrinkage is not None and (self.solver == "svd" or not 0.0 <= self.shrinkage <= 1.0):
+            raise ValueError(f"shrinkage: needs solver 'lsqr' or 'eigen' and a value in [0, 1], got {self.shrinkage!r}")
+
+
+@register("lda")
+class LDAModel(Model):
+    """Linear discriminant analysis (pooled covariance, empirical class priors) on mean-pooled
+    inputs; the decision function ``f W^T + b`` is stored as buffers."""
+
+    Config = LDAConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        _check_classification(spec, "lda")
+        c, d = spec.n_classes, spec.x_shape[-1]
+        self.register_buffer("coef", torch.zeros(c, d, dtype=torch.float64))  # (C, D)
+        self.register_buffer("intercept", torch.full((c,), -torch.inf, dtype=torch.float64))  # (C,)
+
+    def _fit(self, split: Split) -> None:
+        from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+        feats = mean_pool(split.x, split.x_mask).double().numpy()  # (N, D)
+        sk = LinearDiscriminantAnalysis(solver=self.config.solver, shrinkage=self.config.shrinkage)
+        sk.fit(feats, split.y.numpy())
+        coef, icpt = np.asarray(sk.coef_), np.asarray(sk.intercept_)
+        if len(sk.classes_) == 2:  # sklearn's binary decision function is one score for class 1
+            coef = np.concatenate([np.zeros_like(coef), coef])
+            icpt = np.concatenate([np.zeros_like(icpt), icpt])
+        cls = torch.as_tensor(sk.classes_)
+        # classes never seen in training keep intercept -inf, so they are never predicted
+        self.coef = torch.zeros_like(self.coef).index_copy(0, cls, torch.as_tensor(coef))
+        self.intercept = torch.full_like(self.intercept, -torch.inf).index_copy(0, cls, torch.as_tensor(icpt))
+        self._sk = sk
+
+    def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        f = mean_pool(x, x_mask).double()  # (N, D)
+        return (f @ self.coef.T + self.intercept).argmax(1)  # (N,)

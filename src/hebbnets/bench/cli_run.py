@@ -1,0 +1,134 @@
+"""The ``hebbnets run`` subcommand (argument parsing only; the work is in ``bench.runner``).
+
+    hebbnets run TASK --models vn,mlp --seeds 0,1,2 --scale quick --out results/ \\
+        [--set KEY=VALUE ...] [--model-set MODEL.KEY=VALUE ...]
+
+``--set`` values are parsed as JSON when possible (``n_train=500``, ``held_out=[8,16]``,
+``noise=0.1``) and kept as strings otherwise (``mode=masked``). Bad input (unknown task, model,
+parameter or config key, malformed ``--set``) prints one error line and exits with code 2.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+EXIT_BAD_INPUT = 2
+
+
+def parse_value(text: str) -> Any:
+    """JSON if it parses (numbers, lists, true/false/null), else the raw string."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return text
+
+
+def parse_assignments(items: list[str], name: str, dotted: bool = False) -> dict[str, Any]:
+    """``["a=1", "b=x"]`` -> ``{"a": 1, "b": "x"}``; with ``dotted``, ``"m.k=v"`` ->
+    ``{"m": {"k": v}}``. Raises ``ValueError`` naming ``name`` on malformed items."""
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        pattern = r"[A-Za-z_][\w-]*\.[A-Za-z_]\w*" if dotted else r"[A-Za-z_]\w*"
+        if not sep or not re.fullmatch(pattern, key):
+            form = "MODEL.KEY=VALUE" if dotted else "KEY=VALUE"
+            raise ValueError(f"{name}: expected {form}, got {item!r}")
+        if dotted:
+            model, field = key.split(".", 1)
+            out.setdefault(model, {})[field] = parse_value(value)
+        else:
+            out[key] = parse_value(value)
+    return out
+
+
+def _int_list(text: str, name: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise ValueError(f"{name}: expected comma-separated integers, got {text!r}") from None
+    if not values:
+        raise ValueError(f"{name}: expected at least one integer, got {text!r}")
+    return values
+
+
+def _stem(task: str, task_params: dict[str, Any], scale: str) -> str:
+    parts = [task, scale] + [f"{k}-{v}" for k, v in sorted(task_params.items())]
+    stem = "_".join(parts)
+    return re.sub(r"[^A-Za-z0-9_.=-]+", "", stem)[:120]
+
+
+def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``run`` subcommand to an argparse subparsers object."""
+    p = sub.add_parser("run", help="train models on a benchmark task for several seeds and report a table",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("task", help="registered task name (see hebbnets.tasks.names())")
+    p.add_argument("--models", required=True, help="comma-separated model names, e.g. vn,mlp")
+    p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
+    p.add_argument("--scale", default="quick", help="task scale: quick or paper (default quick)")
+    p.add_argument("--out", default="results", help="output folder for the JSON and CSV (default results/)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                   help="task parameter, e.g. --set mode=masked (repeatable)")
+    p.add_argument("--model-set", dest="model_sets", action="append", default=[], metavar="MODEL.KEY=VALUE",
+                   help="model config override, e.g. --model-set mlp.epochs=50 (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no per-fit progress lines")
+    p.add_argument("--no-progress", action="store_true", help="turn off the models' own progress bars")
+    p.set_defaults(func=handle_run)
+    return p
+
+
+def handle_run(args: argparse.Namespace) -> int:
+    """Run the benchmark described by ``args``; returns the process exit code."""
+    from .. import models as models_mod
+    from .. import tasks
+    from .io import write_csv, write_json
+    from .runner import _check_seeds, plan, run
+    from .summary import format_table, summarize
+
+    try:
+        if args.task not in tasks.names():
+            raise ValueError(f"task: unknown task {args.task!r}; expected one of {tasks.names()}")
+        models = [m.strip() for m in args.models.split(",") if m.strip()]
+        seeds = _check_seeds(_int_list(args.seeds, "--seeds"))
+        task_params = parse_assignments(args.sets, "--set")
+        overrides = parse_assignments(args.model_sets, "--model-set", dotted=True)
+        if args.no_progress:
+            for m in models:
+                if m in models_mod.names() and "progress" in {f.name for f in dataclasses.fields(models_mod.get(m).Config)}:
+                    overrides.setdefault(m, {}).setdefault("progress", False)
+        # validates names, seeds, task parameters and config keys before any training
+        plan(args.task, models, seeds[:1], scale=args.scale, task_params=task_params, overrides=overrides)
+    except ValueError as exc:
+        print(f"hebbnets run: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
+    t0 = time.perf_counter()
+    records = run(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides, log=log)
+    stem = _stem(args.task, task_params, args.scale)
+    out = Path(args.out)
+    json_path = write_json(records, out / f"{stem}.json")
+    csv_path = write_csv(records, out / f"{stem}.csv")
+    params = ", ".join(f"{k}={v}" for k, v in task_params.items())
+    title = f"{args.task} ({params + ', ' if params else ''}scale={args.scale}), seeds {seeds}"
+    print(format_table(summarize(records), title=title))
+    print(f"\nwrote {json_path} and {csv_path} ({time.perf_counter() - t0:.0f}s)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Stand-alone entry point (``python -m hebbnets.bench.cli_run run ...``)."""
+    parser = argparse.ArgumentParser(prog="hebbnets")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_run_parser(sub)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,59 @@
+"""Writers for runner results: one JSON (records, summary, ratios) and one CSV (records)."""
+from __future__ import annotations
+
+import csv
+import json
+import math
+import os
+from pathlib import Path
+from typing import Any
+
+from .summary import ood_id_ratios, relative_to_best_baseline, summarize
+
+CSV_FIELDS = ("task", "model", "seed", "split", "metric", "value", "num_parameters", "fit_seconds",
+              "predict_seconds", "version", "git_commit", "task_params", "model_config")
+
+
+def _finite(value: Any) -> Any:
+    """JSON has no NaN/Inf: write them as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def write_json(records: list[dict[str, Any]], path: str | os.PathLike, model: str = "vn") -> Path:
+    """Write ``{"records", "summary", "ood_id_ratio", "relative_to_best_baseline"}`` to ``path``."""
+    summary = summarize(records)
+    doc = {
+        "records": records,
+        "summary": summary,
+        "ood_id_ratio": ood_id_ratios(summary),
+        "relative_to_best_baseline": {"model": model, "splits": relative_to_best_baseline(summary, model)},
+    }
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(_finite(doc), indent=2))
+    return path
+
+
+def write_csv(records: list[dict[str, Any]], path: str | os.PathLike) -> Path:
+    """One row per record; ``task_params`` and ``model_config`` as JSON strings."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS)
+        writer.writeheader()
+        for r in records:
+            row = {k: r.get(k) for k in CSV_FIELDS}
+            row["task_params"] = json.dumps(r["task_params"], sort_keys=True)
+            row["model_config"] = json.dumps(r["model_config"], sort_keys=True)
+            writer.writerow(row)
+    return path
+
+
+def read_json(path: str | os.PathLike) -> dict[str, Any]:
+    return json.loads(Path(path).read_text())

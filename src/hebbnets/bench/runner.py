@@ -1,0 +1,153 @@
+"""``run``: train every model for every seed on a task and score every test split.
+
+Each result is one flat record (a plain dict, JSON-ready)::
+
+    task, task_params, model, model_config, seed, split, metric, value,
+    num_parameters, fit_seconds, predict_seconds, version, git_commit
+
+The runner only orchestrates: models come from ``hn.models.make(name, task=task, seed=seed,
+**overrides)`` (so they start from ``task.model_configs[name]``), and train through their own
+``fit`` (for backprop baselines: the one loop in ``baselines/_trainer.py``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from .. import __version__
+from .. import models as _models
+from .. import tasks as _tasks
+from ..metrics import get_metric
+from ..tasks import Task
+
+
+def git_commit() -> str | None:
+    """``git rev-parse HEAD`` of the checkout holding this package, or None (not a checkout,
+    no git)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent,
+                             capture_output=True, text=True, timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    sha = out.stdout.strip()
+    return sha if out.returncode == 0 and sha else None
+
+
+def jsonable(value: Any) -> Any:
+    """Tuples -> lists, recursively, and tensors/arrays -> lists, so params survive JSON."""
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    return value
+
+
+def _check_seeds(seeds: Iterable[int]) -> list[int]:
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds: need at least one seed")
+    for s in seeds:
+        if isinstance(s, bool) or not isinstance(s, int) or s < 0:
+            raise ValueError(f"seeds: expected non-negative ints, got {s!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds: contains duplicates {seeds}")
+    return seeds
+
+
+def _check_models(models: Iterable[str]) -> list[str]:
+    if isinstance(models, str):
+        raise ValueError(f"models: expected a list of model names, got the string {models!r}")
+    models = list(models)
+    if not models:
+        raise ValueError("models: need at least one model name")
+    for m in models:
+        if m not in _models.names():
+            raise ValueError(f"models: unknown model {m!r}; expected names from {_models.names()}")
+    return models
+
+
+def plan(task: Task | str, models: Iterable[str], seeds: Iterable[int], *, scale: str = "quick",
+         task_params: dict[str, Any] | None = None,
+         overrides: dict[str, dict[str, Any]] | None = None) -> list[tuple[int, Task, dict[str, Any]]]:
+    """Validate everything a run needs before any training starts.
+
+    Returns ``[(seed, task, {model name: unfitted model})]``. Raises ``ValueError`` (naming the
+    argument) for unknown task/model names, bad seeds, unknown task parameters or model config
+    keys, so a typo fails in a second rather than after an hour of training.
+    """
+    models = _check_models(models)
+    seeds = _check_seeds(seeds)
+    overrides = dict(overrides or {})
+    unknown = sorted(set(overrides) - set(models))
+    if unknown:
+        raise ValueError(f"overrides: model(s) {unknown} are not among the models being run {models}")
+    out = []
+    for seed in seeds:
+        if isinstance(task, Task):
+            if task_params:
+                raise ValueError("task_params: only valid when task is given by name")
+            inst = task  # fixed data: the seed varies only the models
+        elif isinstance(task, str):
+            # a task given by name is regenerated per seed: seeds vary data and models alike
+            inst = _tasks.make(task, seed=seed, scale=scale, **(task_params or {}))
+        else:
+            raise ValueError(f"task: expected a Task or a task name, got {type(task).__name__}")
+        built = {m: _models.make(m, seed=seed, task=inst, **overrides.get(m, {})) for m in models}
+        out.append((seed, inst, built))
+    return out
+
+
+def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2), *, scale: str = "quick",
+        task_params: dict[str, Any] | None = None, overrides: dict[str, dict[str, Any]] | None = None,
+        log: Any = None) -> list[dict[str, Any]]:
+    """Train each model for each seed on ``task.train`` and score it on every test split.
+
+    Args:
+        task: a ``Task`` (its data is fixed; seeds vary the models) or a registered task name
+            (generated per seed with ``hn.tasks.make(task, seed=seed, scale=scale, **task_params)``).
+        models: registered model names.
+        seeds: non-negative ints, no duplicates.
+        scale, task_params: generator settings when ``task`` is a name.
+        overrides: ``{model: {config key: value}}`` applied over ``task.model_configs``.
+        log: optional callable taking a progress line (e.g. ``print``).
+
+    Returns:
+        One record per (seed, model, test split); see the module docstring.
+    """
+    jobs = plan(task, models, seeds, scale=scale, task_params=task_params, overrides=overrides)
+    commit = git_commit()
+    records: list[dict[str, Any]] = []
+    for seed, inst, built in jobs:
+        for name, model in built.items():
+            t0 = time.perf_counter()
+            model.fit(inst.train)
+            fit_s = time.perf_counter() - t0
+            for split_name, split in inst.tests.items():
+                t0 = time.perf_counter()
+                y_hat = model.predict(split.x, split.x_mask)
+                pred_s = time.perf_counter() - t0
+                value = get_metric(inst.metric)(y_hat, split)
+                records.append({
+                    "task": inst.name,
+                    "task_params": jsonable(inst.params),
+                    "model": name,
+                    "model_config": jsonable(dataclasses.asdict(model.config)),
+                    "seed": seed,
+                    "split": split_name,
+                    "metric": inst.metric,
+                    "value": float(value),
+                    "num_parameters": int(model.num_parameters),
+                    "fit_seconds": fit_s,
+                    "predict_seconds": pred_s,
+                    "version": __version__,
+                    "git_commit": commit,
+                })
+            if log is not None:
+                scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in records[-len(inst.tests):])
+                log(f"[{inst.name}] {name} seed={seed}: fit {fit_s:.1f}s; {scores}")
+    return records

@@ -1,0 +1,60 @@
+import csv
+import json
+import math
+
+import pytest
+
+import hebbnets as hn
+from hebbnets.bench import read_json, run, write_csv, write_json
+
+TINY = dict(grid=8, held_out=[3, 4], id_fraction=0.2)
+FAST = {"factorized": dict(epochs=2, hidden=4, progress=False), "mlp": dict(epochs=2, hidden=(8,), progress=False)}
+
+
+def test_records_fields_counts_and_determinism(tmp_path):
+    recs = run("spatial2d", ["factorized", "mlp"], [0, 1], task_params=TINY, overrides=FAST)
+    assert len(recs) == 2 * 2 * 2  # seeds x models x splits
+    r = recs[0]
+    for key in ("task", "task_params", "model", "model_config", "seed", "split", "metric", "value",
+                "num_parameters", "fit_seconds", "predict_seconds", "version", "git_commit"):
+        assert key in r
+    assert r["version"] == hn.__version__ and r["task_params"]["held_out"] == [3, 4]
+    assert r["model_config"]["hidden"] == 4 and r["task_params"]["seed"] == r["seed"]
+    again = run("spatial2d", ["factorized", "mlp"], [0, 1], task_params=TINY, overrides=FAST)
+    assert [x["value"] for x in recs] == [x["value"] for x in again]
+    # a fixed Task: same data for every seed, seeds vary the model only
+    task = hn.tasks.make("spatial2d", seed=0, **TINY)
+    fixed = run(task, ["mlp"], [0, 1], overrides={"mlp": FAST["mlp"]})
+    assert {x["task_params"]["seed"] for x in fixed} == {0}
+
+    jpath = write_json(recs, tmp_path / "r.json", model="factorized")
+    doc = read_json(jpath)
+    assert len(doc["records"]) == 8 and len(doc["summary"]) == 4
+    assert doc["relative_to_best_baseline"]["splits"]["ood"]["best_baseline"] == "mlp"
+    with write_csv(recs, tmp_path / "r.csv").open() as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 8 and json.loads(rows[0]["task_params"])["grid"] == 8
+    assert math.isclose(float(rows[0]["value"]), recs[0]["value"], rel_tol=1e-12)
+
+
+def test_json_writes_nan_as_null(tmp_path):
+    recs = run("spatial2d", ["mlp"], [0], task_params=TINY, overrides={"mlp": FAST["mlp"]})
+    doc = read_json(write_json(recs, tmp_path / "one.json"))
+    assert doc["summary"][0]["std"] is None  # one seed: sample std undefined
+
+
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(models=["nope"]), "models"),
+    (dict(models="mlp"), "models"),
+    (dict(seeds=[]), "seeds"),
+    (dict(seeds=[0, 0]), "seeds"),
+    (dict(seeds=[-1]), "seeds"),
+    (dict(task_params={"bogus": 1}), "params"),
+    (dict(overrides={"mlp": {"bogus": 1}}), "config"),
+    (dict(overrides={"vae": {"epochs": 1}}), "overrides"),
+])
+def test_bad_input_fails_before_training(kwargs, name):
+    args = dict(task="spatial2d", models=["mlp"], seeds=[0], task_params=TINY)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=name):
+        run(args.pop("task"), args.pop("models"), args.pop("seeds"), **args)
