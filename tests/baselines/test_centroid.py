@@ -5,12 +5,6 @@ import torch
 import hebbnets as hn
 from hebbnets.baselines.centroid import mean_pool
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 

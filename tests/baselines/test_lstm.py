@@ -5,12 +5,6 @@ import hebbnets as hn
 from hebbnets._model import DataSpec
 from hebbnets.baselines.lstm import LSTMConfig, LSTMModel
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
 
 
 

@@ -8,13 +8,6 @@ import hebbnets as hn
 from hebbnets.tasks.rsgn_tasks import author_hierarchical, author_longrange, author_split
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
-
 
 def _sha(a: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()
