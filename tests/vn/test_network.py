@@ -201,3 +201,21 @@ def test_bad_config_raises_naming_the_argument(cfg, word):
 def test_vn_rejects_class_labels():
     with pytest.raises(ValueError, match="split"):
         hn.models.make("vn", progress=False).fit(hn.Split(torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])))
+
+
+def test_mask_pattern_groups_match_per_sample_gram(monkeypatch):
+    """Samples sharing a mask pattern are solved with one shared Gram matrix; the result must
+    equal the one-Gram-matrix-per-sample path."""
+    import hebbnets.vn.network as vn_network
+
+    x, y = _data(n=64, seed=9)
+    patterns = torch.tensor([[1.0] * 12, [1.0] * 6 + [0.0] * 6, [0.0] * 3 + [1.0] * 9])
+    x_mask = patterns[torch.arange(64) % 3]  # 3 patterns for 64 samples: grouped
+    y_mask = torch.ones_like(y)
+    y_mask[::2, :3] = 0
+    net = _net(x, y, atoms=(20,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-12)
+    grouped = net.infer(x, y, x_mask.double(), y_mask)
+    monkeypatch.setattr(vn_network, "MAX_PATTERN_GROUPS_FRACTION", 0.0)
+    per_sample = net.infer(x, y, x_mask.double(), y_mask)
+    assert grouped.converged and per_sample.converged
+    torch.testing.assert_close(grouped.codes[0], per_sample.codes[0], atol=1e-6, rtol=0)

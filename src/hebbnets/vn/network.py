@@ -40,6 +40,9 @@ from ..models import register
 from .fista import fista_gram, largest_eigenvalue
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
+# Group samples by mask pattern (one shared Gram matrix and GEMM per group) while there are at
+# most this many distinct patterns per sample of the batch; beyond it, one Gram matrix each.
+MAX_PATTERN_GROUPS_FRACTION = 0.25
 
 
 @dataclass
@@ -235,49 +238,67 @@ class VectorNetwork(Model):
         return (1.0 if l == 0 else self._betas[l - 1]), self._betas[l]
 
     # -- inference -------------------------------------------------------------------------------
-    def _layer_problem(
-        self,
-        l: int,
-        x_l: torch.Tensor,
-        h_l: torch.Tensor | None,
-        x_mask: torch.Tensor | None,
-        h_mask: torch.Tensor | None,
-        use_top_down: bool,
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Gram matrix ``G`` ``(K,K)`` or ``(B,K,K)``, linear term ``b`` ``(B,K)`` and
-        Lipschitz constant of layer ``l``'s LASSO with its neighbours held fixed."""
-        layer = self.layers[l]
-        S, U = layer.S, layer.U
-        c_in, c_out = self._precisions(l)
-        if not use_top_down or h_l is None:
-            c_out = 0.0
-        xm = x_l if x_mask is None else x_l * x_mask
-        b = c_in * (xm @ S)  # (B, K)
-        if c_out:
-            hm = h_l if h_mask is None else h_l * h_mask
-            b = b + c_out * (hm @ U)
-        per_sample = x_mask is not None or (c_out and h_mask is not None)
-        if not per_sample:
-            G = c_in * (S.T @ S)  # (K, K)
-            if c_out:
-                G = G + c_out * (U.T @ U)
-        else:
-            ones_x = torch.ones_like(x_l) if x_mask is None else x_mask
-            G = c_in * torch.einsum("nk,bn,nj->bkj", S, ones_x, S)  # (B, K, K)
-            if c_out:
-                ones_h = torch.ones_like(h_l) if h_mask is None else h_mask
-                G = G + c_out * torch.einsum("mk,bm,mj->bkj", U, ones_h, U)
-        return G, b, largest_eigenvalue(G)
+    def _gram(self, l: int, c_in: float, c_out: float, x_mask: torch.Tensor | None,
+              h_mask: torch.Tensor | None) -> torch.Tensor:
+        """Gram matrix ``c_in S^T diag(m_x) S + c_out U^T diag(m_h) U`` of layer ``l``.
 
-    def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
+        Masks may be ``None`` (all observed), one pattern ``(n,)`` -> ``(K, K)``, or one per
+        sample ``(B, n)`` -> ``(B, K, K)``.
+        """
+        layer = self.layers[l]
+        out = None
+        for c, A, m in ((c_in, layer.S, x_mask), (c_out, layer.U, h_mask)):
+            if not c:
+                continue
+            if m is None:
+                G = A.T @ A  # (K, K)
+            elif m.ndim == 1:
+                G = (A * m[:, None]).T @ A  # (K, K)
+            else:
+                G = torch.einsum("nk,bn,nj->bkj", A, m, A)  # (B, K, K)
+            G = c * G
+            out = G if out is None else out + G
+        return out
+
+    def _fista(self, l: int, G: torch.Tensor, b: torch.Tensor, g0: torch.Tensor | None) -> tuple[torch.Tensor, int, bool]:
         cfg = self.config
-        G, b, lip = self._layer_problem(l, x_l, h_l, x_mask, h_mask, use_top_down)
         top = l == len(self.layers) - 1
         res = fista_gram(
-            G, b, self._lams[l], lip, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol,
+            G, b, self._lams[l], largest_eigenvalue(G), g0=g0, max_iter=cfg.max_iter, tol=cfg.tol,
             nonneg=cfg.nonneg, topk=cfg.topk if top else 0,
         )
         return res.codes, res.iterations, res.converged
+
+    def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
+        """Solve layer ``l``'s LASSO with its neighbours held fixed; returns (codes, iterations,
+        converged). Samples that share a mask pattern share one Gram matrix, so they are solved
+        together with a plain GEMM; only when patterns are mostly distinct does every sample get
+        its own ``(K, K)`` Gram matrix (a batched matrix-vector product per iteration)."""
+        layer = self.layers[l]
+        c_in, c_out = self._precisions(l)
+        if not use_top_down or h_l is None:
+            c_out, h_mask = 0.0, None
+        xm = x_l if x_mask is None else x_l * x_mask
+        b = c_in * (xm @ layer.S)  # (B, K)
+        if c_out:
+            hm = h_l if h_mask is None else h_l * h_mask
+            b = b + c_out * (hm @ layer.U)
+        masks = [m for m in (x_mask, h_mask) if m is not None]
+        if not masks:
+            return self._fista(l, self._gram(l, c_in, c_out, None, None), b, g0)
+        patterns, inverse = torch.unique(torch.cat(masks, dim=1), dim=0, return_inverse=True)
+        if len(patterns) > MAX_PATTERN_GROUPS_FRACTION * b.shape[0]:
+            return self._fista(l, self._gram(l, c_in, c_out, x_mask, h_mask), b, g0)
+        codes, iterations, converged = torch.empty_like(b), 0, True
+        for j in range(len(patterns)):
+            rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
+            first = rows[0]
+            G = self._gram(l, c_in, c_out, None if x_mask is None else x_mask[first],
+                           None if h_mask is None else h_mask[first])
+            g, it, ok = self._fista(l, G, b[rows], None if g0 is None else g0[rows])
+            codes[rows] = g
+            iterations, converged = max(iterations, it), converged and ok
+        return codes, iterations, converged
 
     @torch.no_grad()
     def infer(
