@@ -1,7 +1,6 @@
 """``Split``: the validated (inputs, targets, masks) bundle every model and task exchanges."""
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import torch

@@ -6,7 +6,7 @@ import torch
 import hebbnets as hn
 from hebbnets._model import DataSpec
 from hebbnets.rsgn import geometry as G
-from hebbnets.rsgn.model import RSGN, RSGNConfig, cap_active, inhibit
+from hebbnets.rsgn.model import RSGN, RSGNConfig, inhibit
 
 
 def _data(n=48, t=12, d=6, c=4, seed=0):

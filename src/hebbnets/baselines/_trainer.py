@@ -45,8 +45,13 @@ class TrainConfig:
 def carve_validation(n: int, fraction: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Random (train_idx, val_idx) of ``range(n)``; at least one sample in each when fraction > 0."""
     perm = torch.randperm(n, generator=generator)
-    n_val = 0 if fraction == 0 else min(max(1, round(fraction * n)), n - 1)
+    n_val = validation_size(n, fraction)
     return perm[n_val:], perm[:n_val]
+
+
+def validation_size(n: int, fraction: float) -> int:
+    """How many of ``n`` training samples ``carve_validation`` holds out."""
+    return 0 if fraction == 0 else min(max(1, round(fraction * n)), n - 1)
 
 
 def supervised_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Tensor:

@@ -34,7 +34,7 @@ reference, tested equal on the same graph.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -42,9 +42,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._model import DataSpec
-from .._split import Split
 from .._validation import check_positive
-from ..baselines._trainer import BackpropModel, TrainConfig, supervised_loss, train_backprop
+from ..baselines._trainer import TrainConfig
+from ._slow import SlowRuleModel
 from ..models import register
 from . import geometry as G
 
@@ -265,7 +265,7 @@ def _sinusoid(t: int, dim: int = 8) -> torch.Tensor:
 
 # --- the model ---------------------------------------------------------------------------------
 @register("rsgn")
-class RSGN(BackpropModel):
+class RSGN(SlowRuleModel):
     """Sparse RSGN trained by backprop (fast weights) plus slow local rules (see module docstring
     and ``slow_step``). Inputs ``(N, T, D)`` token sequences (``(N, D)`` is read as D scalar
     tokens). ``last_stats`` holds the measured active fraction per step and edges per sample of
@@ -407,23 +407,9 @@ class RSGN(BackpropModel):
         return y if self.spec.is_classification else y.reshape(x.shape[0], *self.spec.y_shape)
 
     # -- training: the shared loop plus the slow rules -------------------------------------
-    def _loss(self, batch: Split) -> torch.Tensor:
-        loss = supervised_loss(self._forward(batch.x, batch.x_mask), batch, self.spec)
-        if self._pending is not None:
-            self._pending["loss"] = float(loss.detach())
-        return loss
-
-    def _fit(self, split: Split) -> None:
-        cfg = self.config
-        n = len(split)
-        n_val = 0 if cfg.val_fraction == 0 else min(max(1, round(cfg.val_fraction * n)), n - 1)
-        self._steps_per_epoch = math.ceil((n - n_val) / cfg.batch_size)
-        self._batches = 0
+    def _start_fit(self) -> None:
         self.stats = {"active_fraction": [], "edges_per_sample": [], "hebbian_update": [],
                       "gradient_update": [], "reward": [], "pruned": [], "sprouted": []}
-        train_backprop(self, split)
-        self._apply_pending()
-        self.eval()
 
     def _record(self, alpha: torch.Tensor) -> None:
         """Keep what the slow rules need from this batch (applied at the next batch)."""

@@ -28,7 +28,6 @@ task's ``tests["id"]`` is the author's validation set.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,9 +36,9 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._model import DataSpec
-from .._split import Split
 from .._validation import check_positive
-from ..baselines._trainer import BackpropModel, TrainConfig, supervised_loss, train_backprop
+from ..baselines._trainer import TrainConfig
+from ._slow import SlowRuleModel
 from ..models import register
 
 
@@ -98,7 +97,7 @@ def code_poincare_dist(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 
 @register("rsgn_parity")
-class RSGNParity(BackpropModel):
+class RSGNParity(SlowRuleModel):
     """The author's dense RSGN (see module docstring). Inputs ``(N, T, D)``."""
 
     Config = RSGNParityConfig
@@ -174,21 +173,6 @@ class RSGNParity(BackpropModel):
             self.stats.setdefault("active_fraction", []).append(self.last_stats["active_fraction"][-1])
         return self.head(out)
 
-    def _loss(self, batch: Split) -> torch.Tensor:
-        loss = supervised_loss(self._forward(batch.x, batch.x_mask), batch, self.spec)
-        if self._pending is not None:
-            self._pending["loss"] = float(loss.detach())
-        return loss
-
-    def _fit(self, split: Split) -> None:
-        cfg = self.config
-        n = len(split)
-        n_val = 0 if cfg.val_fraction == 0 else min(max(1, round(cfg.val_fraction * n)), n - 1)
-        self._steps_per_epoch = math.ceil((n - n_val) / cfg.batch_size)
-        self._batches = 0
-        train_backprop(self, split)
-        self._apply_pending()
-        self.eval()
 
     def _apply_pending(self) -> None:
         pend, self._pending = self._pending, None
