@@ -58,3 +58,11 @@ def test_bad_input_fails_before_training(kwargs, name):
     args.update(kwargs)
     with pytest.raises(ValueError, match=name):
         run(args.pop("task"), args.pop("models"), args.pop("seeds"), **args)
+
+
+def test_rsgn_records_carry_measured_active_fraction():
+    task = hn.tasks.make("rsgn_tree", seed=0, n_train=60, n_test=20)
+    records = hn.bench.run(task, ["rsgn", "centroid"], seeds=[0], overrides={"rsgn": {"epochs": 1, "progress": False}})
+    rsgn = [r for r in records if r["model"] == "rsgn"]
+    assert rsgn and all(0.0 < r["active_fraction"] <= 0.5 and r["edges_per_sample"] > 0 for r in rsgn)
+    assert all("active_fraction" not in r for r in records if r["model"] == "centroid")

@@ -11,7 +11,8 @@ from typing import Any
 from .summary import ood_id_ratios, relative_to_best_baseline, summarize
 
 CSV_FIELDS = ("task", "model", "seed", "split", "metric", "value", "num_parameters", "fit_seconds",
-              "predict_seconds", "version", "git_commit", "task_params", "model_config")
+              "predict_seconds", "version", "git_commit", "task_params", "model_config",
+              "active_fraction", "edges_per_sample")
 
 
 def _finite(value: Any) -> Any:

@@ -102,6 +102,16 @@ def plan(task: Task | str, models: Iterable[str], seeds: Iterable[int], *, scale
     return out
 
 
+def _activity(model: Any) -> dict[str, float]:
+    """Sparsity measured by models that report it (RSGN's ``last_stats``, set by the predict
+    call just made; for splits over 1024 samples, by its last 1024-sample chunk)."""
+    stats = getattr(model, "last_stats", None)
+    if not stats or "active_fraction" not in stats:
+        return {}
+    return {"active_fraction": float(stats["active_fraction"][-1]),
+            "edges_per_sample": float(stats["edges_per_sample"])}
+
+
 def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2), *, scale: str = "quick",
         task_params: dict[str, Any] | None = None, overrides: dict[str, dict[str, Any]] | None = None,
         log: Any = None) -> list[dict[str, Any]]:
@@ -132,6 +142,7 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
                 y_hat = model.predict(split.x, split.x_mask)
                 pred_s = time.perf_counter() - t0
                 value = get_metric(inst.metric)(y_hat, split)
+                activity = _activity(model)
                 records.append({
                     "task": inst.name,
                     "task_params": jsonable(inst.params),
@@ -146,6 +157,7 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
                     "predict_seconds": pred_s,
                     "version": __version__,
                     "git_commit": commit,
+                    **activity,
                 })
             if log is not None:
                 scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in records[-len(inst.tests):])
