@@ -17,7 +17,7 @@ from torch import nn
 from .._model import DataSpec
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
-from .transformer import READOUTS, SequenceHead, SequenceLayout
+from .transformer import READOUTS, SequenceHead, SequenceLayout, embed_tokens
 
 
 @dataclass
@@ -64,10 +64,7 @@ class Mamba(BackpropModel):
         self.head = SequenceHead(cfg.readout, cfg.d_model, spec, self.layout.length)
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        tok, missing = self.layout(x, x_mask)  # (N, L, F), (N, L)
-        h = self.embed(tok)  # (N, L, D)
-        if missing is not None:
-            h = torch.where(missing[..., None], self.mask_token.expand_as(h), h)
+        h = embed_tokens(self, x, x_mask)  # (N, L, D)
         out = self.forward_stack(h)  # (N, L, D)
         if self.backward_stack is not None:
             out = out + self.backward_stack(h.flip(1)).flip(1)  # right-to-left context

@@ -87,6 +87,16 @@ class SequenceHead(nn.Module):
         return out if self.spec.is_classification else out.reshape(n, *self.spec.y_shape)
 
 
+def embed_tokens(model: nn.Module, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+    """Tokens of ``x`` through ``model.layout`` and ``model.embed``, with ``model.mask_token`` in
+    place of every token whose input entries are missing: ``(N, L, D)``."""
+    tok, missing = model.layout(x, x_mask)  # (N, L, F), (N, L)
+    h = model.embed(tok)  # (N, L, D)
+    if missing is not None:
+        h = torch.where(missing[..., None], model.mask_token.expand_as(h), h)
+    return h
+
+
 @dataclass
 class TransformerConfig(TrainConfig):
     d_model: int = 32
@@ -150,9 +160,6 @@ class Transformer(BackpropModel):
         self.head = SequenceHead(cfg.readout, cfg.d_model, spec, self.layout.length)
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        tok, missing = self.layout(x, x_mask)  # (N, L, F), (N, L)
-        h = self.embed(tok)  # (N, L, D)
-        if missing is not None:
-            h = torch.where(missing[..., None], self.mask_token.expand_as(h), h)
+        h = embed_tokens(self, x, x_mask)  # (N, L, D)
         h = self.encoder(h + self.pos + self.pos_fixed)  # (N, L, D)
         return self.head(self.norm(h))
