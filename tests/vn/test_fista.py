@@ -143,3 +143,18 @@ def test_keep_topk_properties(g, k):
     else:
         assert torch.equal(out, g)
     assert torch.equal(out[kept], g[kept])
+
+
+@pytest.mark.parametrize(
+    "G, b, lam, word",
+    [
+        (torch.eye(3), torch.ones(3), 0.1, "b"),
+        (torch.eye(3), torch.ones(0, 3), 0.1, "b"),
+        (torch.eye(4), torch.ones(2, 3), 0.1, "G"),
+        (torch.eye(3), torch.ones(2, 3), -1.0, "lam"),
+        (torch.eye(3), torch.full((2, 3), float("nan")), 0.1, "b"),
+    ],
+)
+def test_fista_rejects_bad_input(G, b, lam, word):
+    with pytest.raises(ValueError, match=rf"^{word}:"):
+        fista_gram(G, b, lam)

@@ -12,6 +12,7 @@ linear combination of products already computed, so it costs no extra matmul.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -116,6 +117,15 @@ def fista_gram(
     so the objective is non-increasing by construction, while the momentum still uses the
     proximal point (this keeps FISTA's O(1/k^2) rate).
     """
+    if b.ndim != 2 or b.shape[0] == 0:
+        raise ValueError(f"b: expected a non-empty (B, K) tensor, got shape {tuple(b.shape)}")
+    K = b.shape[1]
+    if not (G.shape == (K, K) or G.shape == (b.shape[0], K, K)):
+        raise ValueError(f"G: expected shape ({K}, {K}) or ({b.shape[0]}, {K}, {K}), got {tuple(G.shape)}")
+    if not (lam >= 0 and math.isfinite(lam)):
+        raise ValueError(f"lam: expected a finite number >= 0, got {lam!r}")
+    if not (bool(torch.isfinite(b).all()) and bool(torch.isfinite(G).all())):
+        raise ValueError("b: G and b must be finite (NaN or Inf found)")
     if topk and not monotone:
         raise ValueError("monotone: top-k is non-convex; only the monotone variant is safe with topk > 0")
     B, K = b.shape
