@@ -25,7 +25,9 @@ from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 
 READOUTS = ("auto", "token", "pool")
-POSITIONS = ("sinusoidal", "learned")
+POSITIONS = ("sinusoidal", "learned", "none")
+MISSING = ("mask_token", "padding")
+ACTIVATIONS = ("gelu", "relu")
 
 
 class SequenceLayout:
@@ -79,11 +81,17 @@ class SequenceHead(nn.Module):
         else:
             self.proj = nn.Linear(d_model, spec.n_classes if spec.is_classification else spec.y_dim)
 
-    def forward(self, h: torch.Tensor) -> torch.Tensor:
+    def forward(self, h: torch.Tensor, padding: torch.Tensor | None = None) -> torch.Tensor:
+        """``h`` (N, L, D); ``padding`` (N, L) bool marks tokens left out of the mean pool."""
         n = h.shape[0]
         if self.readout == "token":
             return self.proj(h).reshape(n, *self.spec.y_shape)  # (N, *y_shape)
-        out = self.proj(h.mean(dim=1))  # (N, n_classes or y_dim)
+        if padding is None:
+            pooled = h.mean(dim=1)  # (N, D)
+        else:
+            keep = (~padding).to(h.dtype)[..., None]  # (N, L, 1)
+            pooled = (h * keep).sum(1) / keep.sum(1).clamp_min(1.0)
+        out = self.proj(pooled)  # (N, n_classes or y_dim)
         return out if self.spec.is_classification else out.reshape(n, *self.spec.y_shape)
 
 
@@ -105,7 +113,16 @@ class TransformerConfig(TrainConfig):
     d_ff: int = 64
     dropout: float = 0.0
     readout: str = "auto"
-    positions: str = "sinusoidal"  # fixed sinusoidal table plus a learned offset, or "learned" only
+    # fixed sinusoidal table plus a learned offset, "learned" only, or "none" (a set of tokens:
+    # the encoder is then equivariant to token order)
+    positions: str = "sinusoidal"
+    # a token whose entries are all missing is either a query to fill in ("mask_token": it gets
+    # the learned mask embedding and is attended to) or absent ("padding": no other token attends
+    # to it and the pooled readout skips it, e.g. padded bodies of an N-body system)
+    missing: str = "mask_token"
+    norm_first: bool = True  # pre-LN; False = post-LN, as in "Attention is all you need"
+    final_norm: bool = True  # a LayerNorm after the last layer (pre-LN stacks need it)
+    activation: str = "gelu"
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -121,6 +138,13 @@ class TransformerConfig(TrainConfig):
             raise ValueError(f"readout: unknown {self.readout!r}; expected one of {list(READOUTS)}")
         if self.positions not in POSITIONS:
             raise ValueError(f"positions: unknown {self.positions!r}; expected one of {list(POSITIONS)}")
+        if self.missing not in MISSING:
+            raise ValueError(f"missing: unknown {self.missing!r}; expected one of {list(MISSING)}")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation: unknown {self.activation!r}; expected one of {list(ACTIVATIONS)}")
+        for name in ("norm_first", "final_norm"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected a bool, got {getattr(self, name)!r}")
 
 
 def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
@@ -135,31 +159,49 @@ def sinusoidal_positions(length: int, d_model: int) -> torch.Tensor:
 
 @register("transformer")
 class Transformer(BackpropModel):
-    """Pre-LN transformer encoder over the tokens of ``SequenceLayout``, absolute positions
-    (fixed sinusoidal + learned, or learned only), a learned mask token for missing tokens, and a
-    ``SequenceHead`` readout."""
+    """Transformer encoder over the tokens of ``SequenceLayout``: pre-LN (default) or post-LN
+    layers, absolute positions (fixed sinusoidal + learned, learned only, or none), missing tokens
+    as a learned mask token or as padding, and a ``SequenceHead`` readout.
+
+    The RSGN paper's baseline (rsgn-reference) is ``positions="none", norm_first=False,
+    final_norm=False, activation="relu", dropout=0.1, readout="pool"`` with ``d_model=128,
+    n_heads=4, d_ff=512``: 403,348 parameters with 2 layers on the hierarchical task.
+    """
 
     Config = TransformerConfig
 
     def _build(self, spec: DataSpec) -> None:
         cfg = self.config
         self.layout = SequenceLayout(spec)
+        if cfg.missing == "padding" and not spec.x_masked:
+            raise ValueError("missing: 'padding' needs an input mask (x_mask) to know the padded tokens")
         self.embed = nn.Linear(self.layout.features, cfg.d_model)
-        self.pos = nn.Parameter(0.02 * torch.randn(1, self.layout.length, cfg.d_model))
-        # a fixed table gives every position a distinct code from the first step (learned
-        # positions start near zero, and a masked gap cannot be located without them)
-        fixed = sinusoidal_positions(self.layout.length, cfg.d_model) if cfg.positions == "sinusoidal" else \
-            torch.zeros(self.layout.length, cfg.d_model)
-        self.register_buffer("pos_fixed", fixed[None], persistent=False)  # (1, L, D)
-        self.mask_token = nn.Parameter(0.02 * torch.randn(cfg.d_model))
+        if cfg.positions != "none":
+            self.pos = nn.Parameter(0.02 * torch.randn(1, self.layout.length, cfg.d_model))
+            # a fixed table gives every position a distinct code from the first step (learned
+            # positions start near zero, and a masked gap cannot be located without them)
+            fixed = sinusoidal_positions(self.layout.length, cfg.d_model) if cfg.positions == "sinusoidal" else \
+                torch.zeros(self.layout.length, cfg.d_model)
+            self.register_buffer("pos_fixed", fixed[None], persistent=False)  # (1, L, D)
+        if cfg.missing == "mask_token" and spec.x_masked:  # unused (and uncounted) without a mask
+            self.mask_token = nn.Parameter(0.02 * torch.randn(cfg.d_model))
         layer = nn.TransformerEncoderLayer(cfg.d_model, cfg.n_heads, cfg.d_ff, cfg.dropout,
-                                           activation="gelu", batch_first=True, norm_first=True)
-        # nested tensors only apply to post-LN layers; disabling avoids a warning
+                                           activation=cfg.activation, batch_first=True, norm_first=cfg.norm_first)
+        # nested tensors would return padded tokens as zeros in eval mode only; keep both modes alike
         self.encoder = nn.TransformerEncoder(layer, cfg.n_layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(cfg.d_model)
+        self.norm = nn.LayerNorm(cfg.d_model) if cfg.final_norm else nn.Identity()
         self.head = SequenceHead(cfg.readout, cfg.d_model, spec, self.layout.length)
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        h = embed_tokens(self, x, x_mask)  # (N, L, D)
-        h = self.encoder(h + self.pos + self.pos_fixed)  # (N, L, D)
-        return self.head(self.norm(h))
+        padding = None
+        if self.config.missing == "padding":
+            tok, padding = self.layout(x, x_mask)  # (N, L, F), (N, L)
+            # a sample with every token padded would attend to nothing (NaN); let it see itself
+            padding = padding & ~padding.all(dim=1, keepdim=True)
+            h = self.embed(tok)  # (N, L, D)
+        else:
+            h = embed_tokens(self, x, x_mask)  # (N, L, D)
+        if self.config.positions != "none":
+            h = h + self.pos + self.pos_fixed
+        h = self.encoder(h, src_key_padding_mask=padding)  # (N, L, D)
+        return self.head(self.norm(h), padding)
