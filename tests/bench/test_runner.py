@@ -5,7 +5,7 @@ import math
 import pytest
 
 import hebbnets as hn
-from hebbnets.bench import read_json, run, write_csv, write_json
+from hebbnets.bench import format_table, ood_id_ratios, read_json, run, summarize, write_csv, write_json
 
 TINY = dict(grid=8, held_out=[3, 4], id_fraction=0.2)
 FAST = {"factorized": dict(epochs=2, hidden=4, progress=False), "mlp": dict(epochs=2, hidden=(8,), progress=False)}
@@ -30,7 +30,8 @@ def test_records_fields_counts_and_determinism(tmp_path):
     jpath = write_json(recs, tmp_path / "r.json", model="factorized")
     doc = read_json(jpath)
     assert len(doc["records"]) == 8 and len(doc["summary"]) == 4
-    assert doc["relative_to_best_baseline"]["splits"]["ood"]["best_baseline"] == "mlp"
+    assert doc["relative_to_best_baseline"]["metrics"]["mse"]["ood"]["best_baseline"] == "mlp"
+    assert set(doc["ood_id_ratio"]["mse"]) == {"factorized", "mlp"}
     with write_csv(recs, tmp_path / "r.csv").open() as fh:
         rows = list(csv.DictReader(fh))
     assert len(rows) == 8 and json.loads(rows[0]["task_params"])["grid"] == 8
@@ -66,3 +67,39 @@ def test_rsgn_records_carry_measured_active_fraction():
     rsgn = [r for r in records if r["model"] == "rsgn"]
     assert rsgn and all(0.0 < r["active_fraction"] <= 0.5 and r["edges_per_sample"] > 0 for r in rsgn)
     assert all("active_fraction" not in r for r in records if r["model"] == "centroid")
+
+
+def test_extra_metrics_get_their_own_records_and_table_block(tmp_path):
+    """A task's extra_metrics (scores that need the model, e.g. a rollout) are recorded on every
+    split next to the task metric, and every table and ratio is computed per metric."""
+    task = hn.tasks.make("spatial2d", seed=0, **TINY)
+    calls = []
+
+    def doubled(model, t, split_name):
+        calls.append(split_name)
+        return 2.0 * model.score(t.tests[split_name])
+
+    task.extra_metrics = {"doubled": doubled}
+    recs = run(task, ["mlp", "factorized"], [0, 1], overrides=FAST)
+    assert len(recs) == 2 * 2 * 2 * 2 and calls.count("ood") == 4
+    by = {(r["model"], r["seed"], r["split"], r["metric"]): r["value"] for r in recs}
+    for (m, seed, split, metric), v in by.items():
+        if metric == "doubled":
+            assert math.isclose(v, 2.0 * by[(m, seed, split, "mse")], rel_tol=1e-6)
+    summary = summarize(recs)
+    assert len(summary) == 2 * 2 * 2
+    table = format_table(summary, title="x", model="factorized")
+    assert "metric: mse" in table and "metric: doubled" in table
+    doc = read_json(write_json(recs, tmp_path / "r.json", model="factorized"))
+    r_mse = doc["ood_id_ratio"]["mse"]["mlp"]["ood"]
+    assert math.isclose(doc["ood_id_ratio"]["doubled"]["mlp"]["ood"], r_mse, rel_tol=1e-6)
+    with pytest.raises(ValueError, match="summary"):
+        ood_id_ratios(summary)
+
+
+def test_task_rejects_bad_extra_metrics():
+    task = hn.tasks.make("spatial2d", seed=0, **TINY)
+    with pytest.raises(ValueError, match="extra_metrics"):
+        hn.tasks.Task("t", task.train, task.tests, extra_metrics={"x": 3})
+    with pytest.raises(ValueError, match="extra_metrics"):
+        hn.tasks.Task("t", task.train, task.tests, extra_metrics={"mse": lambda m, t, s: 0.0})

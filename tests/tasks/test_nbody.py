@@ -146,3 +146,17 @@ def test_registered_models_fit_predict_and_roll_out(task, name):
     for key in task.tests:
         assert model.score(task.tests[key]) >= 0
         assert torch.isfinite(torch.tensor(nbody.rollout_mse(model, task, key, steps=2)))
+
+
+def test_runner_records_nmse_and_full_horizon_rollout(task):
+    """``hebbnets run nbody`` reports the normalised next-step MSE and the rollout MSE over the
+    task's whole horizon (rollout_steps), through the task's extra_metrics."""
+    from hebbnets.bench import run
+
+    recs = run(task, ["mlp"], [0], overrides={"mlp": dict(epochs=1, hidden=(8,), progress=False)})
+    by = {(r["split"], r["metric"]): r["value"] for r in recs}
+    assert {m for _, m in by} == {"mse", "next_step_nmse", "rollout_mse"}
+    m = hn.models.make("mlp", seed=0, task=task, epochs=1, hidden=(8,), progress=False).fit(task.train)
+    for key in task.tests:
+        assert by[(key, "rollout_mse")] == pytest.approx(nbody.rollout_mse(m, task, key, steps=3), rel=1e-6)
+        assert by[(key, "next_step_nmse")] == pytest.approx(nbody.next_step_nmse(m, task, key), rel=1e-6)

@@ -27,13 +27,19 @@ def _finite(value: Any) -> Any:
 
 
 def write_json(records: list[dict[str, Any]], path: str | os.PathLike, model: str = "vn") -> Path:
-    """Write ``{"records", "summary", "ood_id_ratio", "relative_to_best_baseline"}`` to ``path``."""
+    """Write ``{"records", "summary", "ood_id_ratio", "relative_to_best_baseline"}`` to ``path``.
+
+    The ratios are computed per metric: ``ood_id_ratio`` is ``{metric: {model: {split: r}}}``
+    and ``relative_to_best_baseline`` is ``{"model": model, "metrics": {metric: {split: ...}}}``.
+    """
     summary = summarize(records)
+    by_metric = {m: [r for r in summary if r["metric"] == m] for m in dict.fromkeys(r["metric"] for r in summary)}
     doc = {
         "records": records,
         "summary": summary,
-        "ood_id_ratio": ood_id_ratios(summary),
-        "relative_to_best_baseline": {"model": model, "splits": relative_to_best_baseline(summary, model)},
+        "ood_id_ratio": {m: ood_id_ratios(rows) for m, rows in by_metric.items()},
+        "relative_to_best_baseline": {"model": model, "metrics": {
+            m: relative_to_best_baseline(rows, model) for m, rows in by_metric.items()}},
     }
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,6 +5,9 @@ Each result is one flat record (a plain dict, JSON-ready)::
     task, task_params, model, model_config, seed, split, metric, value,
     num_parameters, fit_seconds, predict_seconds, version, git_commit
 
+plus one record per entry of ``task.extra_metrics`` (same fields, ``metric`` = its name,
+``predict_seconds`` = the time that score took).
+
 The runner only orchestrates: models come from ``hn.models.make(name, task=task, seed=seed,
 **overrides)`` (so they start from ``task.model_configs[name]``), and train through their own
 ``fit`` (for backprop baselines: the one loop in ``baselines/_trainer.py``).
@@ -137,29 +140,33 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
             t0 = time.perf_counter()
             model.fit(inst.train)
             fit_s = time.perf_counter() - t0
+            base = {
+                "task": inst.name,
+                "task_params": jsonable(inst.params),
+                "model": name,
+                "model_config": jsonable(dataclasses.asdict(model.config)),
+                "seed": seed,
+                "num_parameters": int(model.num_parameters),
+                "fit_seconds": fit_s,
+                "version": __version__,
+                "git_commit": commit,
+            }
+            new: list[dict[str, Any]] = []
             for split_name, split in inst.tests.items():
                 t0 = time.perf_counter()
                 y_hat = model.predict(split.x, split.x_mask)
                 pred_s = time.perf_counter() - t0
                 value = get_metric(inst.metric)(y_hat, split)
                 activity = _activity(model)
-                records.append({
-                    "task": inst.name,
-                    "task_params": jsonable(inst.params),
-                    "model": name,
-                    "model_config": jsonable(dataclasses.asdict(model.config)),
-                    "seed": seed,
-                    "split": split_name,
-                    "metric": inst.metric,
-                    "value": float(value),
-                    "num_parameters": int(model.num_parameters),
-                    "fit_seconds": fit_s,
-                    "predict_seconds": pred_s,
-                    "version": __version__,
-                    "git_commit": commit,
-                    **activity,
-                })
+                new.append({**base, "split": split_name, "metric": inst.metric, "value": float(value),
+                            "predict_seconds": pred_s, **activity})
+                for metric_name, fn in inst.extra_metrics.items():
+                    t0 = time.perf_counter()
+                    value = fn(model, inst, split_name)
+                    new.append({**base, "split": split_name, "metric": metric_name, "value": float(value),
+                                "predict_seconds": time.perf_counter() - t0})
+            records += new
             if log is not None:
-                scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in records[-len(inst.tests):])
+                scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in new if r["metric"] == inst.metric)
                 log(f"[{inst.name}] {name} seed={seed}: fit {fit_s:.1f}s; {scores}")
     return records

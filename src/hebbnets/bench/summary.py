@@ -33,16 +33,16 @@ def to_error(value: float, metric: str) -> float:
 
 
 def summarize(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (task, model, split): ``n``, ``mean``, ``std`` over seeds, ``num_parameters``
-    (mean over seeds), in first-seen order."""
-    groups: dict[tuple[str, str, str], list[dict[str, Any]]] = defaultdict(list)
+    """One row per (task, model, split, metric): ``n``, ``mean``, ``std`` over seeds,
+    ``num_parameters`` (mean over seeds), in first-seen order."""
+    groups: dict[tuple[str, str, str, str], list[dict[str, Any]]] = defaultdict(list)
     for r in records:
-        groups[(r["task"], r["model"], r["split"])].append(r)
+        groups[(r["task"], r["model"], r["split"], r["metric"])].append(r)
     rows = []
-    for (task, model, split), rs in groups.items():
+    for (task, model, split, metric), rs in groups.items():
         values = [float(r["value"]) for r in rs]
         rows.append({
-            "task": task, "model": model, "split": split, "metric": rs[0]["metric"],
+            "task": task, "model": model, "split": split, "metric": metric,
             "n": len(values), "mean": sum(values) / len(values), "std": sample_std(values),
             "num_parameters": sum(r["num_parameters"] for r in rs) / len(rs),
             "seeds": [r["seed"] for r in rs],
@@ -51,7 +51,10 @@ def summarize(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _means(summary: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """{model: {split: mean error}}."""
+    """{model: {split: mean error}} of a summary of one metric."""
+    metrics = sorted({row["metric"] for row in summary})
+    if len(metrics) > 1:
+        raise ValueError(f"summary: ratios compare one metric at a time, got {metrics}; filter by 'metric' first")
     out: dict[str, dict[str, float]] = defaultdict(dict)
     for row in summary:
         out[row["model"]][row["split"]] = to_error(row["mean"], row["metric"])
@@ -93,7 +96,15 @@ def _fmt(v: float) -> str:
 
 def format_table(summary: list[dict[str, Any]], title: str = "", model: str = "vn") -> str:
     """Plain-text table: mean +- sample std per model and split, parameter counts, OOD/ID
-    ratios, and ``model``'s error relative to the best baseline."""
+    ratios, and ``model``'s error relative to the best baseline; one block per metric."""
+    metrics = list(dict.fromkeys(r["metric"] for r in summary))
+    if len(metrics) > 1:
+        blocks = [_format_block([r for r in summary if r["metric"] == m], "", model) for m in metrics]
+        return "\n\n".join(([title] if title else []) + blocks)
+    return _format_block(summary, title, model)
+
+
+def _format_block(summary: list[dict[str, Any]], title: str, model: str) -> str:
     splits = list(dict.fromkeys(r["split"] for r in summary))
     models = list(dict.fromkeys(r["model"] for r in summary))
     cell = {(r["model"], r["split"]): r for r in summary}

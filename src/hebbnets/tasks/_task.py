@@ -24,6 +24,9 @@ class Task:
         model_configs: ``{model name: config overrides}`` chosen on validation data carved from
             the training distribution; ``hn.models.make(name, task=task)`` starts from these.
         info: free-form extra data (e.g. ground-truth factors) for analysis and plots.
+        extra_metrics: ``{name: fn(model, task, split_name) -> float}``, scores that need the
+            model itself rather than one prediction (e.g. an autoregressive rollout); the runner
+            records each of them on every test split next to ``metric``.
     """
 
     name: str
@@ -33,9 +36,15 @@ class Task:
     params: dict[str, Any] = field(default_factory=dict)
     model_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
+    extra_metrics: dict[str, Callable[..., float]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         get_metric(self.metric)
+        for key, fn in self.extra_metrics.items():
+            if not callable(fn):
+                raise ValueError(f"extra_metrics: {key!r} is not callable")
+            if key == self.metric:
+                raise ValueError(f"extra_metrics: {key!r} repeats the task's metric")
         if not isinstance(self.train, Split):
             raise ValueError("train: expected a hebbnets.Split")
         if "id" not in self.tests:

@@ -159,6 +159,8 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
             "active_laws": {k: d["active"] for k, d in raw.items()},  # {split: (n, 4) bool}
             "n_bodies": {k: d["n_bodies"] for k, d in raw.items()},  # {split: (n,)}
         },
+        # the runner records both next to the task metric on every split
+        extra_metrics={"next_step_nmse": next_step_nmse, "rollout_mse": _rollout_mse_full},
     )
 
 
@@ -223,6 +225,11 @@ def rollout_mse(model: Any, task: Task, split_name: str, steps: int = 10) -> flo
     body = _get_split(task, split_name).x_mask[:, None, :, -1, :4]  # (n, 1, M, 4)
     err = ((pred - true) ** 2 * body).sum()
     return float(err / (body.sum() * steps))
+
+
+def _rollout_mse_full(model: Any, task: Task, split_name: str) -> float:
+    """``rollout_mse`` over the task's whole ``rollout_steps`` horizon (10 by default)."""
+    return rollout_mse(model, task, split_name, steps=int(task.params["rollout_steps"]))
 
 
 __all__ = ["FEATURES", "make_nbody", "next_step_nmse", "rollout_mse", "rollout_states"]
