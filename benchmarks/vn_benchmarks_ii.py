@@ -8,9 +8,15 @@ Two stages, each writing JSON under ``results/``:
     # 2. 3 seeds (data and models both re-seeded) with the selected configurations
     python benchmarks/vn_benchmarks_ii.py run --bench nbody --seeds 0 1 2
 
-Benches: ``nbody`` (task metric: next-step MSE of the scaled state change; also the per-split
-normalised MSE and the 10-step rollout MSE), ``mnist_reconstruct``, ``mnist_transform``.
-Run single-threaded (``OMP_NUM_THREADS=1``); every number in the report comes from these files.
+    # 3. the tables, and reports/vn_benchmarks_ii.md from every bench that has results
+    python benchmarks/vn_benchmarks_ii.py table --bench nbody
+    python benchmarks/vn_benchmarks_ii.py report
+
+Benches: ``nbody`` (task metric: next-step MSE of the scaled state change; the runner also
+records the task's extra metrics, the per-split normalised MSE and the 10-step rollout MSE),
+``mnist_reconstruct``, ``mnist_transform``. Stage 2 is ``hebbnets.bench.run`` with the selected
+configurations as overrides, the same loop as ``hebbnets run``. Run single-threaded
+(``OMP_NUM_THREADS=1``); every number in the report comes from these files.
 """
 from __future__ import annotations
 
@@ -22,10 +28,8 @@ from pathlib import Path
 import torch
 
 import hebbnets as hn
-from hebbnets.bench import format_table, plan, summarize, tune
-from hebbnets.bench.runner import git_commit, jsonable
-from hebbnets.metrics import get_metric
-from hebbnets.tasks import nbody
+from hebbnets.bench import format_table, run as run_models, summarize, tune
+from hebbnets.bench.runner import git_commit
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -36,18 +40,21 @@ BENCHES = {
     "mnist_transform": ("mnist_comp", {"mode": "transform"}),
 }
 
-# Equal effort: every model gets a 2 x 2 grid (a capacity knob x its main optimisation /
-# sparsity knob) over a fixed base (training budget).
-_BP_NBODY = dict(epochs=60, patience=8, batch_size=64, progress=False)
+# Equal effort: every model gets the same number of grid points (nbody: 2 capacities x 3 values
+# of its main optimisation / sparsity knob; mnist: 2 x 2) over a fixed base (training budget).
+_BP_NBODY = dict(epochs=200, patience=20, batch_size=64, progress=False)
 _BP_MNIST = dict(epochs=40, patience=5, batch_size=64, progress=False)
 GRIDS = {
     "nbody": {
-        "mlp": (_BP_NBODY, {"hidden": [(128, 128), (256, 256)], "lr": [1e-3, 3e-3]}),
-        "gnn": (_BP_NBODY, {"hidden": [64, 128], "lr": [1e-3, 3e-3]}),
-        "transformer": ({**_BP_NBODY, "d_ff": 128}, {"d_model": [32, 64], "lr": [1e-3, 3e-3]}),
-        # 128 atoms at most: with the padding mask the VN solves a per-sample Gram system, and
-        # 256 atoms took > 15 min per grid point on the shared CPU (see the report)
-        "vn": (dict(epochs=5, batch_size=64, progress=False), {"atoms": [(64,), (128,)], "lam": [0.01, 0.05]}),
+        "mlp": (_BP_NBODY, {"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3, 3e-3]}),
+        "gnn": (_BP_NBODY, {"hidden": [64, 128], "lr": [3e-4, 1e-3, 3e-3]}),
+        # a set of bodies: no positions, padded bodies are padding (not attended to)
+        "transformer": ({**_BP_NBODY, "d_ff": 128, "positions": "none", "missing": "padding"},
+                        {"d_model": [32, 64], "lr": [3e-4, 1e-3, 3e-3]}),
+        # atoms span the baselines' parameter range (512 atoms: 72k, 1024: 143k parameters);
+        # samples sharing a body-mask pattern share one Gram matrix, so this is affordable
+        "vn": (dict(epochs=5, batch_size=64, progress=False),
+               {"atoms": [(512,), (1024,)], "lam": [0.003, 0.01, 0.03]}),
     },
     "mnist_reconstruct": {
         "mlp": (_BP_MNIST, {"hidden": [(256,), (512, 512)], "lr": [1e-3, 3e-3]}),
@@ -99,57 +106,66 @@ def run(bench: str, models: list[str], seeds: list[int]) -> Path:
     out_path = RESULTS / f"vn_benchmarks_ii_{bench}.json"
     records = json.loads(out_path.read_text())["records"] if out_path.exists() else []
     done = {(r["model"], r["seed"]) for r in records}
-    commit = git_commit()
     for seed in seeds:
-        todo = [m for m in models if (m, seed) not in done]
-        if not todo:
-            continue
-        # a task given by name is regenerated per seed, so seeds vary data and models alike
-        [(_, task, built)] = plan(name, todo, [seed], task_params=params,
-                                  overrides={m: overrides[m] for m in todo})
-        for model_name, model in built.items():
-            t0 = time.perf_counter()
-            model.fit(task.train)
-            fit_s = time.perf_counter() - t0
-            base = dict(model=model_name, model_config=jsonable(model.config.__dict__), seed=seed,
-                        num_parameters=int(model.num_parameters), fit_seconds=fit_s, git_commit=commit,
-                        task_params=jsonable(task.params), version=hn.__version__)
-            new = []
-            for split_name, split in task.tests.items():
-                t0 = time.perf_counter()
-                value = get_metric(task.metric)(model.predict(split.x, split.x_mask), split)
-                pred_s = time.perf_counter() - t0
-                new.append(dict(base, task=f"{bench}", split=split_name, metric=task.metric, value=float(value),
-                                predict_seconds=pred_s))
-                if name == "nbody":
-                    new.append(dict(base, task=f"{bench}[nmse]", split=split_name, metric="mse",
-                                    value=nbody.next_step_nmse(model, task, split_name)))
-                    new.append(dict(base, task=f"{bench}[rollout10]", split=split_name, metric="mse",
-                                    value=nbody.rollout_mse(model, task, split_name, steps=10)))
-            records += new
-            log(f"{bench} {model_name} seed={seed} fit {fit_s:.0f}s: "
-                + ", ".join(f"{r['task']}:{r['split']}={r['value']:.4g}" for r in new))
+        for model in models:
+            if (model, seed) in done:
+                continue
+            # a task given by name is regenerated per seed, so seeds vary data and models alike
+            records += run_models(name, [model], [seed], task_params=params,
+                                  overrides={model: overrides[model]}, log=log)
             out_path.write_text(json.dumps({"bench": bench, "records": records}, indent=2))
     return out_path
 
 
 def table(bench: str) -> str:
     records = json.loads((RESULTS / f"vn_benchmarks_ii_{bench}.json").read_text())["records"]
-    out = []
-    for task_name in dict.fromkeys(r["task"] for r in records):
-        rows = summarize([r for r in records if r["task"] == task_name])
-        out.append(format_table(rows, title=task_name))
-    return "\n\n".join(out)
+    return format_table(summarize(records), title=f"{bench} (quick scale, test splits)")
+
+
+def report() -> Path:
+    """reports/vn_benchmarks_ii.md: the table of every bench with results, and the chosen configs."""
+    lines = ["# VN benchmarks II (quick scale)", "",
+             "Generated by `python benchmarks/vn_benchmarks_ii.py report` from `results/vn_benchmarks_ii_*.json`;",
+             "mean ± sample std over seeds, held-out test splits. Configurations chosen on validation data",
+             "carved from the training split (seed 0), the same number of grid points per model.", ""]
+    for bench in BENCHES:
+        path = RESULTS / f"vn_benchmarks_ii_{bench}.json"
+        if not path.exists():
+            continue
+        records = json.loads(path.read_text())["records"]
+        commits = sorted({str(r.get("git_commit"))[:7] for r in records})
+        lines += [f"## {bench}", "", f"commit(s): {', '.join(commits)}", "", "```", table(bench), "```", ""]
+        sel_path = RESULTS / f"vn_benchmarks_ii_select_{bench}.json"
+        if sel_path.exists():
+            sel = json.loads(sel_path.read_text())
+            lines += ["Chosen configurations (validation score of every grid point in the select file):", ""]
+            for model, trials in sel["trials"].items():
+                pts = "; ".join(f"{_point(t['config'], GRIDS[bench][model][1])} -> {t['value']:.4g}" for t in trials)
+                lines.append(f"- `{model}`: {pts}")
+            lines.append("")
+    out = Path(__file__).resolve().parents[1] / "reports" / "vn_benchmarks_ii.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines))
+    return out
+
+
+def _point(config: dict, grid: dict) -> str:
+    return ", ".join(f"{k}={config.get(k)}" for k in grid)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=["select", "run", "table"])
-    ap.add_argument("--bench", choices=sorted(BENCHES), required=True)
+    ap.add_argument("stage", choices=["select", "run", "table", "report"])
+    ap.add_argument("--bench", choices=sorted(BENCHES), default=None)
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     args = ap.parse_args()
     torch.set_num_threads(1)
+    if args.stage == "report":
+        log(f"wrote {report()}")
+        return
+    if args.bench is None:
+        ap.error("--bench is required for select, run and table")
     models = args.models or list(GRIDS[args.bench])
     if args.stage == "select":
         log(f"wrote {select(args.bench, models)}")
