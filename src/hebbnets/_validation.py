@@ -79,6 +79,19 @@ def check_positive(value: float, name: str, *, allow_zero: bool = False) -> None
         raise ValueError(f"{name}: must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
 
+def check_int(value: Any, name: str, *, minimum: int = 1) -> int:
+    """``value`` must be an int (not a bool) ``>= minimum``; returns it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{name}: expected an int >= {minimum}, got {value!r}")
+    return value
+
+
+def check_int_fields(config: Any, names: Iterable[str], *, minimum: int = 1) -> None:
+    """``check_int`` on each named attribute of a config dataclass."""
+    for name in names:
+        check_int(getattr(config, name), name, minimum=minimum)
+
+
 def _check_shape_and_size(t: torch.Tensor, name: str, min_ndim: int) -> None:
     if t.ndim < min_ndim:
         raise ValueError(f"{name}: expected at least {min_ndim} dimension(s), got shape {tuple(t.shape)}")

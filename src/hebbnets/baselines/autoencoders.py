@@ -22,16 +22,13 @@ import torch
 from torch import nn
 
 from .._model import DataSpec
+from .._validation import check_int
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 from .cnn import ConvDecoder, ConvEncoder, vector_input
 
 OUTPUTS = ("linear", "sigmoid")
 
-
-def _check_int(value, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
 
 
 @dataclass
@@ -44,7 +41,7 @@ class AEConfig(TrainConfig):
         super().__post_init__()
         if not isinstance(self.hidden, tuple) or any(isinstance(h, bool) or not isinstance(h, int) or h < 1 for h in self.hidden):
             raise ValueError(f"hidden: expected a tuple of positive ints, got {self.hidden!r}")
-        _check_int(self.latent, "latent")
+        check_int(self.latent, "latent")
         if self.output not in OUTPUTS:
             raise ValueError(f"output: unknown {self.output!r}; expected one of {list(OUTPUTS)}")
 
@@ -94,8 +91,8 @@ class ConvAEConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _check_int(self.channels, "channels")
-        _check_int(self.latent, "latent")
+        check_int(self.channels, "channels")
+        check_int(self.latent, "latent")
         if self.output not in OUTPUTS:
             raise ValueError(f"output: unknown {self.output!r}; expected one of {list(OUTPUTS)}")
 

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from .._model import DataSpec
+from .._validation import check_int_fields
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 
@@ -39,10 +40,7 @@ class GNNConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("hidden", "rounds"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("hidden", "rounds"))
 
 
 @register("gnn")

@@ -15,6 +15,7 @@ from mambapy.mamba import MambaConfig as _MambaStackConfig
 from torch import nn
 
 from .._model import DataSpec
+from .._validation import check_int_fields
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 from .transformer import READOUTS, SequenceHead, SequenceLayout, embed_tokens
@@ -32,10 +33,7 @@ class MambaConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("d_model", "n_layers", "d_state", "expand_factor", "d_conv"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("d_model", "n_layers", "d_state", "expand_factor", "d_conv"))
         if not isinstance(self.bidirectional, bool):
             raise ValueError(f"bidirectional: expected a bool, got {self.bidirectional!r}")
         if self.readout not in READOUTS:

@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from .._model import DataSpec
+from .._validation import check_int_fields
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 
@@ -126,10 +127,7 @@ class TransformerConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("d_model", "n_heads", "n_layers", "d_ff"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("d_model", "n_heads", "n_layers", "d_ff"))
         if self.d_model % self.n_heads:
             raise ValueError(f"n_heads: must divide d_model={self.d_model}, got {self.n_heads}")
         if not 0 <= self.dropout < 1:

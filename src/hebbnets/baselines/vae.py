@@ -20,7 +20,7 @@ from torch import nn
 
 from .._model import DataSpec
 from .._split import Split
-from .._validation import check_positive
+from .._validation import check_int_fields, check_positive
 from ..models import register
 from ._trainer import BackpropModel, TrainConfig
 from .cnn import ConvDecoder, vector_input
@@ -35,10 +35,7 @@ class VAEConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("hidden", "latent", "channels"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("hidden", "latent", "channels"))
         check_positive(self.beta, "beta", allow_zero=True)
 
 
