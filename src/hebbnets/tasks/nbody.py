@@ -46,13 +46,16 @@ _DEFAULTS = {
 FEATURES = ("x", "y", "vx", "vy", "mass", "charge")
 
 # Per-model settings chosen on validation data carved from the training split (single laws,
-# N in the training range) by ``benchmarks/vn_benchmarks_ii.py select --bench nbody`` (2 x 2 grid per
-# model; trials in results/vn_benchmarks_ii_select_nbody.json).
+# N in the training range) by ``benchmarks/vn_benchmarks_ii.py select --bench nbody`` and
+# ``extend`` (2 x 3 grid per model plus one step past an edge winner; trials in
+# results/vn_benchmarks_ii_select_nbody.json, listed in reports/vn_benchmarks_ii.md).
 MODEL_CONFIGS: dict[str, dict[str, Any]] = {
-    "mlp": dict(hidden=(128, 128), lr=1e-3, epochs=60, patience=8, batch_size=64),
-    "gnn": dict(hidden=64, lr=3e-3, epochs=60, patience=8, batch_size=64),
-    "transformer": dict(d_model=32, d_ff=128, lr=3e-3, epochs=60, patience=8, batch_size=64),
-    "vn": dict(atoms=(128,), lam=0.01, epochs=5, batch_size=64),
+    "mlp": dict(hidden=(128, 128), lr=3e-4, epochs=200, patience=20, batch_size=64),
+    "gnn": dict(hidden=64, lr=3e-3, epochs=200, patience=20, batch_size=64),
+    # a set of bodies: no position embedding, padded bodies are left out of attention
+    "transformer": dict(d_model=64, d_ff=128, positions="none", missing="padding", lr=1e-3, epochs=200,
+                        patience=20, batch_size=64),
+    "vn": dict(atoms=(1024,), lam=9e-4, epochs=5, batch_size=64),
 }
 
 
