@@ -1,6 +1,15 @@
 """Small-scale RSGN experiments (sequential, one thread). Usage:
-    OMP_NUM_THREADS=1 python benchmarks/rsgn_experiments.py QUEUE_NAME...
-Appends one JSON record per (task, model, config, seed) to results/rsgn/records.jsonl."""
+    OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 python benchmarks/rsgn_experiments.py QUEUE_NAME...
+Appends one JSON record per (task, model, config, seed) to results/rsgn/records.jsonl, summarised
+into reports/rsgn.md by benchmarks/rsgn_summarize.py. Queues run in the order given.
+
+Runs with ``curve=True`` also record ``curve_test_accuracy``: the accuracy on ``tests["id"]``
+after every epoch, read by an epoch callback that never feeds back into training. On the
+author's split that set IS the author's validation set, so ``max(curve)`` is the paper's
+protocol number (best validation accuracy over the epochs, selected on the set it is reported
+on) and ``test_accuracy`` (the final model, no selection) is the honest number on the same data."""
+import ast
+import dataclasses
 import json
 import os
 import sys
@@ -12,22 +21,31 @@ import torch
 import hebbnets as hn
 
 torch.set_num_threads(1)
-OUT = "results/rsgn/records.jsonl"  # summarised by benchmarks/rsgn_summarize.py
+OUT = "results/rsgn/records.jsonl"
 LSTM40K = dict(hidden=64, layers=1, bidirectional=True)
 
 
-def record(task, name, seed, tag, **cfg):
-    import dataclasses
+def record(task, name, seed, tag, curve=False, **cfg):
     if "progress" in {f.name for f in dataclasses.fields(hn.models.get(name).Config)}:
         cfg = {"progress": False, **cfg}
     m = hn.models.make(name, seed=seed, task=task, **cfg)
+    test = task.tests["id"]
+    accs = []
+    if curve:
+        m.epoch_callbacks = [lambda model, epoch, hist: accs.append(model.score(test))]
     t0 = time.time()
     m.fit(task.train)
     fit_s = time.time() - t0
     rec = {"task": task.name, "task_split": task.params.get("split"), "model": name, "tag": tag, "seed": seed,
+           "task_params": {k: v for k, v in task.params.items() if isinstance(v, (int, float, str))},
            "config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in cfg.items()},
-           "test_accuracy": m.score(task.tests["id"]), "n_test": len(task.tests["id"]),
-           "num_parameters": m.num_parameters, "fit_seconds": fit_s}
+           "full_config": {k: (list(v) if isinstance(v, tuple) else v) for k, v in dataclasses.asdict(m.config).items()},
+           "test_accuracy": m.score(test), "n_test": len(test),
+           "num_parameters": m.num_parameters, "fit_seconds": fit_s,
+           "epochs_run": len(getattr(m, "train_history", {}).get("train", []))}
+    if curve:
+        rec["curve_test_accuracy"] = accs
+        rec["best_epoch_test_accuracy"] = max(accs)
     if name == "rsgn_parity" or name == "rsgn":
         s = m.stats
         with torch.no_grad():
@@ -101,15 +119,38 @@ def queue(name):
         task = hn.tasks.make("rsgn_xor_range")
         record(task, "transformer", 0, "transformer-default-e30", epochs=30, patience=10, d_model=32, n_heads=4,
                n_layers=2, d_ff=64, dropout=0.0)
-    elif name == "parity10":
-        for t in ("rsgn_hierarchical", "rsgn_longrange"):
-            task = hn.tasks.make(t)
-            record(task, "rsgn_parity", 0, "parity-e10", epochs=10)
-    elif name == "parity_short":
-        task = hn.tasks.make("rsgn_longrange")
-        record(task, "rsgn_parity", 0, "parity-e2", epochs=2)
+    elif name.startswith("protocol:"):
+        # protocol:MODEL:TASK:EPOCHS[:SEEDS] (SEEDS like 0,1,2): the author's protocol from the
+        # task's model_configs with EPOCHS epochs (the cosine schedule spans the epochs run),
+        # on the author's split, with the learning curve recorded
+        parts = name.split(":")
+        model, task_name, epochs = parts[1], parts[2], int(parts[3])
+        run_seeds = [int(v) for v in parts[4].split(",")] if len(parts) > 4 else seeds
+        task = hn.tasks.make("rsgn_" + task_name)
+        for s in run_seeds:
+            record(task, model, s, f"protocol-e{epochs}", curve=True, epochs=epochs)
+    elif name.startswith("run:"):
+        # run:TASK[/k=v,...]:MODEL:TAG:SEEDS[:k=v,...] -- one model on one task (task params after
+        # "/"), seeds like 0,1,2, model config overrides last; values are Python literals
+        _, task_spec, model, tag, seed_list, *over = name.split(":")
+        task_name, _, task_over = task_spec.partition("/")
+        task = hn.tasks.make(task_name, **_kv(task_over))
+        for s in (int(v) for v in seed_list.split(",")):
+            record(task, model, s, tag, **_kv(over[0] if over else ""))
     else:
         raise SystemExit(f"unknown queue {name}")
+
+
+def _kv(text):
+    """ "a=1,b='x'" -> {"a": 1, "b": "x"} (values as Python literals, else strings)."""
+    out = {}
+    for item in filter(None, text.split(",")):
+        k, v = item.split("=", 1)
+        try:
+            out[k] = ast.literal_eval(v)
+        except (ValueError, SyntaxError):
+            out[k] = v
+    return out
 
 
 if __name__ == "__main__":

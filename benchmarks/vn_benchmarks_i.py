@@ -1,17 +1,21 @@
 """VN benchmarks I: configuration choice for ``functions1d`` and ``spatial2d`` (quick scale).
 
 Configuration choice uses validation data carved from the training split of the seed-0 task
-(``hebbnets.bench.tune``); no test split is touched. Equal effort: every model gets the same
-number of grid points (2: one knob, the learning rate; VN's l1 weight lam; the VAE's KL weight
-beta) over a fixed base (training budget, size) whose
-size keeps the parameter count within 2x of VN's.
+(``hebbnets.bench.tune``); no test split is touched.
 
-    OMP_NUM_THREADS=1 python benchmarks/vn_benchmarks_i.py select --bench functions1d_masked
+* ``search`` (round 2, the configurations now recorded in the task modules): the same number of
+  validation points per model; VN by a successive (greedy coordinate) search over layers, atom
+  count, lam, top-k, nonneg, norm policy and inference budget, baselines over learning rate x
+  weight decay (see ``SEARCH``)::
 
-The chosen configurations are then recorded in ``MODEL_CONFIGS`` / ``TUNING`` of the task
-module, and the 3-seed tables come from the CLI:
+      OMP_NUM_THREADS=1 python benchmarks/vn_benchmarks_i.py search --bench functions1d_masked
 
-    hebbnets run functions1d --models vn,transformer,mamba,mlp --set mode=masked --out results/vn1
+* ``select`` (round 1, kept for the record): 2 points per model (lam / lr / beta).
+
+The chosen configurations are recorded in ``MODEL_CONFIGS`` / ``TUNING`` of the task modules.
+The 3-seed tables come from ``hebbnets run functions1d ...`` and
+``benchmarks/vn1_spatial2d_runs.py`` (spatial2d, with error maps); the report from
+``benchmarks/vn1_report.py``.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import torch
 
 import hebbnets as hn
 from hebbnets.bench import tune
-from hebbnets.bench.runner import git_commit
+from hebbnets.bench.runner import git_commit, jsonable
 
 RESULTS = Path(__file__).resolve().parents[1] / "results" / "vn1"
 
@@ -87,22 +91,92 @@ def select(bench: str, models: list[str] | None) -> None:
         path.write_text(json.dumps(out, indent=2))
 
 
-def error_maps(mode: str, models: list[str], seed: int) -> None:
-    """Per-centre error of each model (task configs, one seed) on spatial2d, as plot data."""
-    from hebbnets.tasks.spatial2d import error_map
+# -- the search (round 2): equal number of validation points per model -------------------------
+# VN: a successive (greedy coordinate) search: start from the base, try one move at a time from the
+# best configuration so far, keep it when validation error drops. Baselines: the same number of
+# points from a fixed list (learning rate x weight decay). Every VN move keeps the parameter count
+# within 2x of every baseline's (checked by tests/bench/test_models_on_tasks.py on the choice).
+# CPU budget: spatial2d baselines are tuned *and* run with 100 epochs (patience 25; the first round
+# used 400/100), functions1d sequence baselines with 20 epochs (patience 5; first round 40/8).
+IMG_BASE2 = dict(epochs=100, patience=25, batch_size=32, progress=False)
+SEQ_BASE2 = dict(epochs=20, patience=5, batch_size=64, progress=False)
+OPT6 = [dict(lr=lr, weight_decay=wd) for wd in (0.0, 1e-4) for lr in (1e-3, 3e-3, 1e-2)]
+OPT5 = [dict(lr=1e-3), dict(lr=3e-3), dict(lr=1e-2), dict(lr=1e-3, weight_decay=1e-4),
+        dict(lr=3e-3, weight_decay=1e-4)]
+SEARCH = {
+    "functions1d_masked": ("functions1d", {"mode": "masked"}, {
+        "vn": (dict(atoms=(128,), output="message", epochs=5, batch_size=64, lam=0.01, progress=False), [
+            dict(lam=0.003), dict(atoms=(128, 64), hidden=(32,), max_sweeps=3, max_iter=100), dict(topk=16),
+            dict(atoms_first=150)]),
+        "transformer": (dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, **SEQ_BASE2), OPT5),
+        "mamba": (dict(d_model=24, n_layers=2, d_state=8, expand_factor=1, **SEQ_BASE2), OPT5),
+        "mlp": (dict(hidden=(64, 64), **SEQ_BASE2), OPT5),
+    }),
+    "spatial2d_decode": ("spatial2d", {"mode": "decode"}, {
+        "vn": (dict(atoms=(64,), epochs=30, batch_size=32, lam=0.05, progress=False), [
+            dict(nonneg=True), dict(topk=2), dict(atoms=(64, 64), hidden=(64,)), dict(atoms_first=96),
+            dict(norm_policy="clip_s")]),
+        "cnn": (dict(channels=16, latent=64, **IMG_BASE2), OPT6),
+        "vae": (dict(hidden=256, latent=8, channels=32, beta=1e-3, **IMG_BASE2), OPT6),
+        "factorized": (dict(hidden=512, **IMG_BASE2), OPT6),
+        "mlp": (dict(hidden=(64,), **IMG_BASE2), OPT6),
+    }),
+    "spatial2d_reconstruct": ("spatial2d", {"mode": "reconstruct"}, {
+        "vn": (dict(atoms=(64,), output="reconstruction", epochs=30, batch_size=32, lam=0.01, progress=False), [
+            dict(nonneg=True), dict(topk=4), dict(atoms=(64, 32), hidden=(64,)), dict(lam=0.003),
+            dict(norm_policy="clip_s")]),
+        "cnn": (dict(channels=16, latent=64, **IMG_BASE2), OPT6),
+        "vae": (dict(hidden=128, latent=8, channels=32, beta=1e-2, **IMG_BASE2), OPT6),
+        "factorized": (dict(hidden=512, **IMG_BASE2), OPT6),
+        "mlp": (dict(hidden=(64,), **IMG_BASE2), OPT6),
+    }),
+}
 
-    task = hn.tasks.make("spatial2d", seed=seed, mode=mode)
-    out = {"task_params": {k: v for k, v in task.params.items()}, "git_commit": git_commit(), "models": {}}
-    for name in models:
-        model = hn.models.make(name, seed=seed, task=task, progress=False).fit(task.train)
-        em = error_map(model, task)
-        out["models"][name] = {"error": em["error"].tolist(), "config": task.model_configs.get(name, {}),
-                               "mean_by_split": {s: float(em["error"][em["split"] == c].mean())
-                                                 for s, c in (("train", 0), ("id", 1), ("ood", 2))}}
-        out["split"] = em["split"].tolist()
-        print(name, out["models"][name]["mean_by_split"], flush=True)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"error_map_spatial2d_{mode}_seed{seed}.json").write_text(json.dumps(out))
+
+def successive(task, model: str, base: dict, moves: list[dict], log=print) -> list[dict]:
+    """Greedy coordinate search on validation data: ``1 + len(moves)`` points. Returns every
+    point's record (``hn.bench.tune``), in evaluation order, with ``"accepted"`` flags.
+
+    A move is a config patch; ``{"atoms_first": K}`` sets the first layer's atom count and keeps
+    the other layers (so it applies to a 1- or 2-layer network alike)."""
+    best = tune(task, model, {}, base=base, log=log)[0]
+    best["accepted"] = True
+    recs = [best]
+    for move in moves:
+        patch = dict(move)
+        if "atoms_first" in patch:
+            patch["atoms"] = (patch.pop("atoms_first"), *best["config"]["atoms"][1:])
+        r = tune(task, model, {}, base={**best["config"], **patch}, log=log)[0]
+        r["move"], r["accepted"] = move, r["value"] < best["value"]
+        recs.append(r)
+        if r["accepted"]:
+            best = r
+    return recs
+
+
+def search(bench: str, models: list[str] | None) -> None:
+    task_name, params, spec = SEARCH[bench]
+    task = hn.tasks.make(task_name, seed=0, **params)
+    path = RESULTS / f"search_{bench}.json"
+    out = json.loads(path.read_text()) if path.exists() else {
+        "bench": bench, "task": task_name, "task_params": task.params, "git_commit": git_commit(), "models": {}}
+    for model, (base, points) in spec.items():
+        if models and model not in models:
+            continue
+        t0 = time.perf_counter()
+        if model == "vn":
+            recs = successive(task, model, base, points)
+            chosen = [r for r in recs if r["accepted"]][-1]
+        else:
+            recs = [tune(task, model, {}, base={**base, **pt}, log=print)[0] for pt in points]
+            chosen = min(recs, key=lambda r: r["value"])
+        out["models"][model] = {"points": len(recs), "results": recs, "chosen": chosen["config"],
+                                "value": chosen["value"], "num_parameters": chosen["num_parameters"],
+                                "seconds": time.perf_counter() - t0}
+        print(f"{bench} {model}: chose {chosen['config']} (val {chosen['value']:.4g}, "
+              f"{chosen['num_parameters']} params, {len(recs)} points)", flush=True)
+        RESULTS.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(jsonable(out), indent=1))
 
 
 def main() -> None:
@@ -111,16 +185,15 @@ def main() -> None:
     s = sub.add_parser("select")
     s.add_argument("--bench", choices=sorted(BENCHES), required=True)
     s.add_argument("--models", nargs="*", default=None)
-    e = sub.add_parser("errormap")
-    e.add_argument("--mode", choices=["decode", "reconstruct"], required=True)
-    e.add_argument("--models", nargs="+", required=True)
-    e.add_argument("--seed", type=int, default=0)
+    r = sub.add_parser("search")
+    r.add_argument("--bench", choices=sorted(SEARCH), required=True)
+    r.add_argument("--models", nargs="*", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "select":
         select(args.bench, args.models)
     else:
-        error_maps(args.mode, args.models, args.seed)
+        search(args.bench, args.models)
 
 
 if __name__ == "__main__":

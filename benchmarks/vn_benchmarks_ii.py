@@ -5,6 +5,8 @@ Two stages, each writing JSON under ``results/``:
     # 1. configuration choice on validation data carved from the training split (seed 0 task),
     #    the same number of grid points for every model
     python benchmarks/vn_benchmarks_ii.py select --bench nbody
+    #    then one step past the grid's edge for every model whose best point lies on it
+    python benchmarks/vn_benchmarks_ii.py extend --bench nbody
     # 2. 3 seeds (data and models both re-seeded) with the selected configurations
     python benchmarks/vn_benchmarks_ii.py run --bench nbody --seeds 0 1 2
 
@@ -96,6 +98,34 @@ def select(bench: str, models: list[str]) -> Path:
     return out_path
 
 
+def extend(bench: str, models: list[str]) -> Path:
+    """One more grid point for every model whose best value of its last knob (lr, lam) lies at an
+    edge of the grid: one geometric step past that edge, the other settings as in the best point.
+    The same rule for every model keeps the tuning effort equal."""
+    name, params = BENCHES[bench]
+    task = hn.tasks.make(name, seed=0, scale="quick", **params)
+    out_path = RESULTS / f"vn_benchmarks_ii_select_{bench}.json"
+    doc = json.loads(out_path.read_text())
+    for model in models:
+        base, grid = GRIDS[bench][model]
+        knob = list(grid)[-1]
+        values = sorted(grid[knob])
+        best = doc["trials"][model][0]["config"]
+        if best[knob] not in (values[0], values[-1]) or any(t.get("extended") for t in doc["trials"][model]):
+            continue
+        step = values[1] / values[0]
+        new_value = best[knob] / step if best[knob] == values[0] else best[knob] * step
+        point = {k: (tuple(v) if isinstance(v, list) else v) for k, v in best.items() if k in grid}
+        point[knob] = float(f"{new_value:.3g}")
+        [rec] = tune(task, model, {k: [v] for k, v in point.items()}, base=base, log=log)
+        rec["extended"] = True
+        doc["trials"][model] = sorted(doc["trials"][model] + [rec], key=lambda r: r["value"])
+        doc["chosen"][model] = doc["trials"][model][0]["config"]
+        log(f"{bench}: extended {model} to {knob}={point[knob]}; chose {doc['chosen'][model]}")
+        out_path.write_text(json.dumps(doc, indent=2))
+    return out_path
+
+
 def run(bench: str, models: list[str], seeds: list[int]) -> Path:
     name, params = BENCHES[bench]
     sel = json.loads((RESULTS / f"vn_benchmarks_ii_select_{bench}.json").read_text())["chosen"]
@@ -155,7 +185,7 @@ def _point(config: dict, grid: dict) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("stage", choices=["select", "run", "table", "report"])
+    ap.add_argument("stage", choices=["select", "extend", "run", "table", "report"])
     ap.add_argument("--bench", choices=sorted(BENCHES), default=None)
     ap.add_argument("--models", nargs="+", default=None)
     ap.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
@@ -169,6 +199,8 @@ def main() -> None:
     models = args.models or list(GRIDS[args.bench])
     if args.stage == "select":
         log(f"wrote {select(args.bench, models)}")
+    elif args.stage == "extend":
+        log(f"wrote {extend(args.bench, models)}")
     elif args.stage == "run":
         log(f"wrote {run(args.bench, models, args.seeds)}")
         print(table(args.bench))

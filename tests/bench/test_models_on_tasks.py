@@ -12,7 +12,7 @@ TASKS = {
     ("spatial2d", "reconstruct"): dict(grid=8, held_out=[3, 4]),
 }
 TINY = {
-    "vn": dict(atoms=(6,), epochs=1, max_iter=20, batch_size=16),
+    "vn": dict(atoms=(6,), hidden=(), epochs=1, max_iter=20, batch_size=16),
     "mlp": dict(hidden=(8,), epochs=1),
     "transformer": dict(d_model=8, n_heads=2, n_layers=1, d_ff=8, epochs=1),
     "mamba": dict(d_model=4, n_layers=1, d_state=2, epochs=1),

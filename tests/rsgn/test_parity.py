@@ -3,7 +3,7 @@ import torch
 
 import hebbnets as hn
 from hebbnets._model import DataSpec
-from hebbnets.rsgn.parity import RSGNParity, RSGNParityConfig, code_poincare_dist
+from hebbnets.rsgn.parity import RSGNParity, RSGNParityConfig, code_poincare_dist, dense_messages
 from hebbnets.rsgn import geometry as G
 
 
@@ -50,3 +50,22 @@ def test_fit_runs_hebbian_and_records_update_sizes():
     assert bool((m.thresholds <= 0.99).all()) and not torch.equal(m.thresholds.detach(), theta0)
     with pytest.raises(ValueError, match="reward"):
         RSGNParityConfig(reward="x")
+
+
+def test_matmul_messages_equal_the_notebooks_einsum_with_gradients():
+    g = torch.Generator().manual_seed(0)
+    W = torch.rand(40, 40, generator=g, dtype=torch.float64, requires_grad=True)
+    send = torch.rand(3, 40, generator=g, dtype=torch.float64) * (torch.rand(3, 40, generator=g) > 0.3)
+    h = torch.randn(3, 40, 8, generator=g, dtype=torch.float64, requires_grad=True)
+    fast, ref = dense_messages(W, send, h), torch.einsum("ji,bj,bjd->bid", W, send, h)
+    torch.testing.assert_close(fast, ref)
+    probe = torch.randn_like(ref)
+    torch.testing.assert_close(torch.autograd.grad((fast * probe).sum(), (W, h)),
+                               torch.autograd.grad((ref * probe).sum(), (W, h)))
+    assert not torch.allclose(dense_messages(W.T, send, h), ref)  # the direction W[src, dst] matters
+
+
+def test_parity_defaults_are_the_notebooks_optimisation():
+    cfg = RSGNParityConfig()
+    assert (cfg.optimizer, cfg.schedule, cfg.grad_clip, cfg.restore, cfg.weight_decay, cfg.epochs) == \
+        ("adamw", "cosine", 1.0, "last", 1e-4, 50)

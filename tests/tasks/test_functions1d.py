@@ -47,6 +47,20 @@ def test_ood_combinations_never_trained_but_every_family_seen():
     assert all(len(parse_combo(c)) == 3 for c in t.info["combos"]["ood_triples"])
 
 
+def test_default_ood_pairs_are_within_group_pairs_never_trained_together():
+    """sin and cos differ only in phase, so an honest held-out pair must not be 'the same pair
+    with sin swapped for cos': the defaults hold out sin+cos and poly+gauss, and no training
+    combination contains both members of either pair (also nested, e.g. sin(cos))."""
+    t = hn.tasks.make("functions1d", seed=0, **TINY)
+    assert set(t.info["combos"]["ood_pairs"]) == {"cos+sin", "gauss+poly"}
+    for combo in t.info["combos"]["train"]:
+        fams = {f for term in parse_combo(combo) for f in term if f}
+        assert not {"sin", "cos"} <= fams and not {"poly", "gauss"} <= fams, combo
+    # every family still occurs in a trained sum
+    summed = {o for c in t.info["combos"]["train"] if "+" in c for o, _ in parse_combo(c)}
+    assert summed == set(FAMILIES)
+
+
 def test_masked_mode_hides_one_contiguous_segment():
     t = hn.tasks.make("functions1d", seed=1, mode="masked", mask_fraction=0.25, **TINY)
     assert t.metric == "mse_missing"
@@ -100,7 +114,7 @@ def test_combo_parsing_and_bad_input():
     with pytest.raises(ValueError, match="combo"):
         parse_combo("sin(cos(poly))")
     with pytest.raises(ValueError, match="ood_pairs"):
-        hn.tasks.make("functions1d", ood_pairs=["sin+cos"], **TINY)  # trained pair
+        hn.tasks.make("functions1d", ood_pairs=["sin+poly"], **TINY)  # trained pair
     with pytest.raises(ValueError, match="mode"):
         hn.tasks.make("functions1d", mode="nope", **TINY)
     with pytest.raises(ValueError, match="params"):
@@ -115,3 +129,14 @@ def test_split_definitions_are_parameters():
     assert set(t.tests) == {"id", "ood_pairs", "ood_nested"}
     assert t.info["combos"]["ood_pairs"] == ("poly",)
     assert t.params["train_combos"] == ["sin", "cos", "cos+sin"]
+
+
+@pytest.mark.parametrize("mode", ["reconstruct", "masked"])
+def test_recorded_vn_config_fits_and_predicts_on_a_tiny_instance(mode):
+    """The chosen VN configuration (layers, atoms, top-k as recorded) runs as is."""
+    t = hn.tasks.make("functions1d", seed=0, mode=mode, **TINY)
+    m = hn.models.make("vn", seed=0, task=t, epochs=1, max_iter=10, max_sweeps=2, progress=False).fit(t.train)
+    split = t.tests["ood_pairs"]
+    y_hat = m.predict(split.x, split.x_mask)
+    assert y_hat.shape == split.y.shape and bool(torch.isfinite(y_hat).all())
+    assert len(m.layers) == len(t.model_configs["vn"]["atoms"])

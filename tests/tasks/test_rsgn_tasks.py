@@ -116,6 +116,39 @@ def test_new_tasks_are_deterministic_under_seed():
 def test_model_configs_build_every_model():
     for name in ("rsgn_tree", "rsgn_xor_range", "rsgn_longrange"):
         task = hn.tasks.make(name, **({} if name == "rsgn_longrange" else dict(n_train=20, n_test=10)))
-        for model in ("rsgn", "rsgn_parity", "lstm", "mlp", "centroid", "lda", "transformer"):
+        for model in ("rsgn", "rsgn_parity", "lstm", "mlp", "centroid", "lda", "transformer", "sparse_transformer"):
             assert model in task.model_configs
             hn.models.make(model, task=task)  # raises on a key the model does not know
+
+
+def test_paper_configs_give_the_papers_exact_parameter_counts():
+    expected = {
+        "rsgn_hierarchical": {"transformer": 403_348, "sparse_transformer": 403_348, "lstm": 566_292,
+                              "mlp": 281_364, "rsgn_parity": 41_672},
+        "rsgn_longrange": {"transformer": 600_330, "lstm": 563_722, "rsgn_parity": 40_382},
+    }
+    for task_name, counts in expected.items():
+        task = hn.tasks.make(task_name)
+        spec = hn.DataSpec.from_split(task.train)
+        for model, count in counts.items():
+            m = hn.models.make(model, task=task)
+            m.spec = spec
+            m._build(spec)
+            assert m.num_parameters == count, (task_name, model)
+
+
+def test_xor_range_default_is_solvable_by_matched_filters_despite_jitter():
+    # an oracle that knows the patterns but not their jittered places: best match over shifts
+    task = hn.tasks.make("rsgn_xor_range", seed=0, n_train=10, n_test=400)
+    p = task.params
+    k, pl, t, jit = p["n_patterns"], p["pattern_len"], p["seq_len"], p["jitter"]
+    assert jit > 0
+    x = task.tests["id"].x  # (n, T, D)
+
+    def best(patterns, starts):
+        scores = torch.stack([torch.einsum("ntd,ktd->nk", x[:, a : a + pl], patterns) for a in starts])  # (S, n, K)
+        return scores.amax(0).argmax(1)  # (n,)
+
+    s_hat = best(task.info["begin"], range(jit + 1))
+    e_hat = best(task.info["end"], range(t - pl - jit, t - pl + 1))
+    assert float(((s_hat + e_hat) % k == task.tests["id"].y).float().mean()) > 0.95

@@ -73,3 +73,13 @@ def test_error_map_of_zero_predictor_is_image_energy():
         ref = float((render(torch.tensor([[cx, cy]]), 28, 1.0) ** 2).mean())
         assert abs(float(err[cx, cy]) - ref) < 1e-7
     assert len(out["values"]) == 784 and out["centres"][29] == (1, 1)
+
+
+@pytest.mark.parametrize("mode", ["decode", "reconstruct"])
+def test_recorded_vn_config_fits_and_predicts_on_a_tiny_instance(mode):
+    """The chosen VN configuration (layers, atoms, nonneg, top-k as recorded) runs as is."""
+    t = hn.tasks.make("spatial2d", seed=0, mode=mode, grid=8, held_out=[3, 4])
+    m = hn.models.make("vn", seed=0, task=t, epochs=1, max_iter=10, max_sweeps=2, progress=False).fit(t.train)
+    y_hat = m.predict(t.tests["ood"].x)
+    assert y_hat.shape == t.tests["ood"].y.shape and bool(torch.isfinite(y_hat).all())
+    assert len(m.layers) == len(t.model_configs["vn"]["atoms"])

@@ -3,7 +3,7 @@ from ._trainer import BackpropModel, TrainConfig, carve_validation, supervised_l
 from .mlp import MLP, MLPConfig
 from . import cnn, factorized, mamba, transformer, vae  # noqa: F401  (register "cnn", "factorized", "mamba", "transformer", "vae")
 from . import autoencoders, gnn  # noqa: F401  (register "ae", "conv_ae", "gnn")
-from . import centroid, lstm  # noqa: F401  (register "centroid", "lda", "lstm")
+from . import centroid, lstm, sparse_transformer  # noqa: F401  (register "centroid", "lda", "lstm", "sparse_transformer")
 
 __all__ = [
     "BackpropModel",

@@ -3,6 +3,14 @@
 Adam on a validation-carved training split, early stopping on validation loss (the best
 weights are restored), a tqdm progress bar. Baselines differ only in their network and in
 ``BackpropModel._forward``; no benchmark has its own copy of this loop.
+
+Protocol options (defaults keep the behaviour above): ``optimizer="adamw"`` (decoupled weight
+decay), ``schedule="cosine"`` (``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch),
+``grad_clip`` (global gradient-norm bound), and ``restore`` = which weights the fit ends with:
+the best validation loss (default, with early stopping), the best validation accuracy over the
+epochs, or the last epoch's. Benchmarks observe training through ``model.epoch_callbacks``:
+functions ``cb(model, epoch, history)`` called after every epoch, in eval mode; they must not
+change the model (they only record, e.g. accuracy on a held-out set for a learning curve).
 """
 from __future__ import annotations
 
@@ -18,6 +26,10 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_positive
 
+OPTIMIZERS = ("adam", "adamw")
+SCHEDULES = ("constant", "cosine")
+RESTORES = ("best_val_loss", "best_val_accuracy", "last")
+
 
 @dataclass
 class TrainConfig:
@@ -30,10 +42,21 @@ class TrainConfig:
     val_fraction: float = 0.1  # carved from the training split, never from a test split
     patience: int = 20  # epochs without validation improvement before stopping
     progress: bool = True
+    optimizer: str = "adam"  # "adam": L2 weight decay in the gradient; "adamw": decoupled decay
+    schedule: str = "constant"  # "cosine": lr (1 + cos(pi epoch / epochs)) / 2 during epoch `epoch`
+    grad_clip: float = 0.0  # max global L2 norm of the gradient per step; 0 = no clipping
+    # weights kept at the end: "best_val_loss" (early stopping after `patience` epochs without a
+    # lower validation loss), "best_val_accuracy" (classification; the state of the first epoch
+    # with the highest validation accuracy, early stopping likewise), "last" (no early stopping)
+    restore: str = "best_val_loss"
 
     def __post_init__(self) -> None:
         check_positive(self.lr, "lr")
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
+        check_positive(self.grad_clip, "grad_clip", allow_zero=True)
+        for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("restore", RESTORES)):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}: unknown {getattr(self, name)!r}; expected one of {list(allowed)}")
         for name in ("epochs", "batch_size", "patience"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -102,43 +125,82 @@ class BackpropModel(Model):
         return out.argmax(-1) if self.spec.is_classification else out
 
 
+def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
+    """Adam (weight decay as an L2 term of the gradient) or AdamW (decoupled decay)."""
+    cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
+    return cls(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
+
+
+def epoch_lr(cfg: TrainConfig, epoch: int) -> float:
+    """Learning rate during ``epoch`` (0-based): constant, or cosine-annealed from ``lr`` toward 0
+    over ``epochs`` epochs (PyTorch's ``CosineAnnealingLR`` with ``eta_min=0``, stepped per epoch)."""
+    if cfg.schedule == "constant":
+        return cfg.lr
+    return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * epoch / cfg.epochs))
+
+
 def train_backprop(model: BackpropModel, split: Split) -> dict[str, list[float]]:
-    """Train ``model`` on ``split`` with Adam + early stopping; returns the loss history."""
+    """Train ``model`` on ``split`` (see the module docstring); returns the history: per epoch the
+    mean training loss, the learning rate, the largest pre-clipping gradient norm, and with a
+    validation set its loss (and accuracy for classification). Also kept as ``model.train_history``."""
     cfg: TrainConfig = model.config
     spec = model.spec
+    if cfg.restore == "best_val_accuracy" and not spec.is_classification:
+        raise ValueError("restore: 'best_val_accuracy' needs a classification task (integer targets)")
     gen = torch.Generator().manual_seed(model.seed)
     tr_idx, va_idx = carve_validation(len(split), cfg.val_fraction, gen)
     train, val = split.subset(tr_idx), (split.subset(va_idx) if len(va_idx) else None)
-    opt = torch.optim.Adam(model.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
+    opt = make_optimizer(model.parameters(), cfg)
+    callbacks = list(getattr(model, "epoch_callbacks", ()))
     best, best_state, stale = math.inf, None, 0
-    history: dict[str, list[float]] = {"train": [], "val": []}
+    history: dict[str, list[float]] = {"train": [], "val": [], "lr": [], "grad_norm": []}
+    if spec.is_classification:
+        history["val_accuracy"] = []
+    model.train_history = history
     bar = tqdm(range(cfg.epochs), desc=f"{model.name} fit", disable=not cfg.progress or None, leave=False)
-    for _epoch in bar:
+    for epoch in bar:
+        lr = epoch_lr(cfg, epoch)
+        for group in opt.param_groups:
+            group["lr"] = lr
         model.train()
         perm = torch.randperm(len(train), generator=gen)
-        total = 0.0
+        total, max_norm = 0.0, 0.0
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
             loss = model._loss(batch)
             opt.zero_grad(set_to_none=True)
             loss.backward()
+            if cfg.grad_clip > 0:
+                norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+                max_norm = max(max_norm, float(norm))
             opt.step()
             total += float(loss.detach()) * len(batch)
         history["train"].append(total / len(train))
-        if val is None:
-            continue
+        history["lr"].append(lr)
+        history["grad_norm"].append(max_norm if cfg.grad_clip > 0 else math.nan)
         model.eval()
-        with torch.no_grad():
-            v = float(supervised_loss(model._forward(val.x, val.x_mask), val, spec))
-        history["val"].append(v)
-        bar.set_postfix(train=f"{history['train'][-1]:.4g}", val=f"{v:.4g}")
-        if v < best - 1e-12:
-            best, stale = v, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            stale += 1
-            if stale >= cfg.patience:
-                break
+        stop = False
+        if val is not None:
+            with torch.no_grad():
+                out = model._forward(val.x, val.x_mask)
+                v = float(supervised_loss(out, val, spec))
+            history["val"].append(v)
+            bar.set_postfix(train=f"{history['train'][-1]:.4g}", val=f"{v:.4g}")
+            if spec.is_classification:
+                history["val_accuracy"].append(float((out.argmax(-1) == val.y).float().mean()))
+            if cfg.restore != "last":
+                # lower is better: the loss, or minus the accuracy (strict: the first best epoch wins)
+                score = v if cfg.restore == "best_val_loss" else -history["val_accuracy"][-1]
+                if score < best - 1e-12:
+                    best, stale = score, 0
+                    best_state = copy.deepcopy(model.state_dict())
+                else:
+                    stale += 1
+                    stop = stale >= cfg.patience
+        for cb in callbacks:
+            cb(model, epoch, history)
+        if stop:
+            break
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()

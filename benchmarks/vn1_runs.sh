@@ -1,0 +1,24 @@
+#!/bin/bash
+# VN benchmarks I, round 2: every command behind reports/vn_benchmarks_i.{md,json,png}, in order.
+# One process at a time, one thread each (about 75 min on one shared CPU core).
+set -ex
+cd "$(dirname "$0")/.."
+export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+# 1. configuration search on validation data carved from the seed-0 training split
+#    (the choices are then written by hand into MODEL_CONFIGS / TUNING of the task modules)
+python benchmarks/vn_benchmarks_i.py search --bench spatial2d_reconstruct
+python benchmarks/vn_benchmarks_i.py search --bench spatial2d_decode
+python benchmarks/vn_benchmarks_i.py search --bench functions1d_masked
+# 2. 3-seed test tables (spatial2d with per-centre error maps from the same fits)
+python benchmarks/vn1_spatial2d_runs.py --mode decode --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1
+python benchmarks/vn1_spatial2d_runs.py --mode reconstruct --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1
+hebbnets run functions1d --models vn,transformer,mamba,mlp --seeds 0,1,2 --set mode=masked --out results/vn1 --no-progress
+hebbnets run functions1d --models vn,transformer,mamba,mlp --seeds 0,1,2 --set mode=reconstruct --out results/vn1 --no-progress
+# 3. is ood_pairs compositional? the current split and the round-1 split
+python benchmarks/vn1_split_check.py --models mlp --seeds 0,1,2 --out results/vn1/split_check_new.json
+python benchmarks/vn1_split_check.py --models mlp --seeds 0,1,2 --out results/vn1/split_check_old.json \
+  --set 'train_combos=["sin","cos","poly","gauss","sin+cos","sin+poly","cos+gauss","poly+gauss","sin(poly)","gauss(sin)"]' \
+  --set 'ood_pairs=["sin+gauss","cos+poly"]' --set freq_high=2.5 --set mask_fraction=0.25
+# 4. diagnostic outside the parameter budget, then the report
+python benchmarks/vn1_capacity_probe.py --mode reconstruct --atoms 784 --seeds 0,1,2 --out results/vn1/capacity_probe_reconstruct.json
+python benchmarks/vn1_report.py --results results/vn1 --reports reports

@@ -1,0 +1,124 @@
+"""The shared trainer's protocol options: optimizer, cosine schedule, gradient clipping, which
+weights are restored, and epoch callbacks."""
+import copy
+import math
+
+import pytest
+import torch
+from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+import hebbnets as hn
+from hebbnets.baselines import TrainConfig
+from hebbnets.baselines._trainer import epoch_lr, make_optimizer
+
+
+def _data(n=96, d=6, classes=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    y = torch.arange(n) % classes
+    x = torch.randn(n, d, generator=g) + 0.8 * torch.nn.functional.one_hot(y, d).float()
+    return hn.Split(x, y)
+
+
+def _mlp(**cfg):
+    base = dict(hidden=(16,), epochs=6, batch_size=16, val_fraction=0.25, progress=False)
+    return hn.models.make("mlp", seed=0, **{**base, **cfg})
+
+
+def test_defaults_keep_the_old_protocol():
+    cfg = TrainConfig()
+    assert (cfg.optimizer, cfg.schedule, cfg.grad_clip, cfg.restore) == ("adam", "constant", 0.0, "best_val_loss")
+    m = _mlp(epochs=3)
+    m.fit(_data())
+    assert m.train_history["lr"] == [1e-3] * 3
+    assert type(make_optimizer(m.parameters(), m.config)) is torch.optim.Adam
+
+
+@pytest.mark.parametrize("field,value", [("optimizer", "sgd"), ("schedule", "step"), ("restore", "best"),
+                                         ("grad_clip", -1.0)])
+def test_bad_protocol_options_name_the_argument(field, value):
+    with pytest.raises(ValueError, match=field):
+        TrainConfig(**{field: value})
+
+
+def test_adamw_decouples_weight_decay():
+    # with zero gradient, Adam's L2 decay still moves the weight through the normalised moment
+    # (a step of ~lr), AdamW shrinks it by lr * wd only
+    for name, expected in (("adam", 1.0 - 0.1), ("adamw", 1.0 - 0.1 * 0.5)):
+        p = torch.nn.Parameter(torch.ones(1))
+        opt = make_optimizer([p], TrainConfig(optimizer=name, lr=0.1, weight_decay=0.5))
+        p.grad = torch.zeros(1)
+        opt.step()
+        assert float(p.detach()) == pytest.approx(expected, abs=1e-6), name
+
+
+def test_cosine_schedule_values_match_pytorch():
+    cfg = TrainConfig(lr=0.01, epochs=5, schedule="cosine")
+    expected = [0.01 * (1 + math.cos(math.pi * e / 5)) / 2 for e in range(5)]
+    assert [epoch_lr(cfg, e) for e in range(5)] == pytest.approx(expected)
+    p = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.AdamW([p], lr=0.01)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=5)
+    torch_lrs = []
+    for _ in range(5):
+        torch_lrs.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert torch_lrs == pytest.approx(expected)
+    m = _mlp(epochs=5, lr=0.01, schedule="cosine", restore="last")
+    m.fit(_data())
+    assert m.train_history["lr"] == pytest.approx(expected)  # the rates the fit really used
+
+
+def test_gradient_clipping_bounds_every_step():
+    seen = []
+
+    def record(opt, args, kwargs):
+        grads = [p.grad for g in opt.param_groups for p in g["params"] if p.grad is not None]
+        seen.append(float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))))
+
+    handle = register_optimizer_step_pre_hook(record)
+    try:
+        x = 1e3 * _data().x  # large inputs give gradient norms far above the bound
+        big = hn.Split(x, _data().y)
+        _mlp(epochs=2).fit(big)
+        unclipped, seen[:] = max(seen), []
+        m = _mlp(epochs=2, grad_clip=0.5)
+        m.fit(big)
+    finally:
+        handle.remove()
+    assert unclipped > 5.0
+    assert max(seen) <= 0.5 * (1 + 1e-4)
+    assert max(m.train_history["grad_norm"]) > 5.0  # the pre-clipping norm is what gets recorded
+
+
+def _fit_with_snapshots(**cfg):
+    states, accs = [], []
+
+    def snapshot(model, epoch, history):
+        assert not model.training  # callbacks see the eval-mode model
+        states.append(copy.deepcopy(model.state_dict()))
+        accs.append(history["val_accuracy"][-1])
+
+    m = _mlp(**cfg)
+    m.epoch_callbacks = [snapshot]
+    m.fit(_data(n=60, seed=3))
+    return m, states, accs
+
+
+def test_best_validation_accuracy_state_is_restored():
+    cfg = dict(epochs=12, lr=0.05, val_fraction=0.3, patience=100)
+    m, states, accs = _fit_with_snapshots(restore="best_val_accuracy", **cfg)
+    best = accs.index(max(accs))  # the first epoch with the highest accuracy
+    assert len(states) == 12 and best != len(accs) - 1  # otherwise "best" and "last" coincide
+    for k, v in m.state_dict().items():
+        torch.testing.assert_close(v, states[best][k])
+    last, states_l, _ = _fit_with_snapshots(restore="last", **cfg)
+    for k, v in last.state_dict().items():
+        torch.testing.assert_close(v, states_l[-1][k])
+    assert any(not torch.equal(v, m.state_dict()[k]) for k, v in last.state_dict().items())
+
+
+def test_best_val_accuracy_needs_classification():
+    m = hn.models.make("mlp", hidden=(4,), epochs=1, restore="best_val_accuracy", progress=False)
+    with pytest.raises(ValueError, match="restore"):
+        m.fit(hn.Split(torch.randn(20, 3), torch.randn(20, 2)))
