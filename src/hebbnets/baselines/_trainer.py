@@ -24,7 +24,7 @@ from tqdm.auto import tqdm
 
 from .._model import DataSpec, Model
 from .._split import Split
-from .._validation import check_positive
+from .._validation import check_int_fields, check_positive
 
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine")
@@ -57,10 +57,7 @@ class TrainConfig:
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("restore", RESTORES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: unknown {getattr(self, name)!r}; expected one of {list(allowed)}")
-        for name in ("epochs", "batch_size", "patience"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("epochs", "batch_size", "patience"))
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction: must be in [0, 1), got {self.val_fraction!r}")
 

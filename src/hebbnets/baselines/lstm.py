@@ -5,6 +5,8 @@ layers, bidirectional, D = 32) it has 566,292 parameters for 20 classes and 563,
 """
 from __future__ import annotations
 
+from .._validation import check_int_fields
+
 from dataclasses import dataclass
 
 import torch
@@ -24,10 +26,7 @@ class LSTMConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("hidden", "layers"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+        check_int_fields(self, ("hidden", "layers"))
         if not 0.0 <= self.dropout < 1.0:
             raise ValueError(f"dropout: must be in [0, 1), got {self.dropout!r}")
 

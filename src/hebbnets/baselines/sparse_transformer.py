@@ -10,6 +10,8 @@ classes) it has 403,348 parameters, the same as the paper's dense Transformer.
 """
 from __future__ import annotations
 
+from .._validation import check_int_fields
+
 from dataclasses import dataclass
 
 import torch
@@ -34,10 +36,7 @@ class SparseTransformerConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("d_model", "n_heads", "n_layers", "d_ff", "stride"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {value!r}")
+        check_int_fields(self, ("d_model", "n_heads", "n_layers", "d_ff", "stride"))
         if isinstance(self.window, bool) or not isinstance(self.window, int) or self.window < 0:
             raise ValueError(f"window: expected an int >= 0, got {self.window!r}")
         if self.d_model % self.n_heads:

@@ -42,7 +42,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._model import DataSpec
-from .._validation import check_positive
+from .._validation import check_int_fields, check_positive
 from ..baselines._trainer import TrainConfig
 from ._slow import SlowRuleModel
 from ..models import register
@@ -90,10 +90,7 @@ class RSGNConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("n_nodes", "d_space", "d_hidden", "n_steps", "k", "history"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+        check_int_fields(self, ("n_nodes", "d_space", "d_hidden", "n_steps", "k", "history"))
         if self.k >= self.n_nodes:
             raise ValueError(f"k: must be < n_nodes ({self.n_nodes}), got {self.k}")
         if isinstance(self.structure_every, bool) or not isinstance(self.structure_every, int) or self.structure_every < 0:

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from .._model import DataSpec
-from .._validation import check_positive
+from .._validation import check_int_fields, check_positive
 from ..baselines._trainer import TrainConfig
 from ._slow import SlowRuleModel
 from ..models import register
@@ -76,10 +76,7 @@ class RSGNParityConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("n_nodes", "d_space", "d_hidden", "n_steps", "rank"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+        check_int_fields(self, ("n_nodes", "d_space", "d_hidden", "n_steps", "rank"))
         for name in ("tau", "temperature", "inhibition_radius", "sigma_ign"):
             check_positive(getattr(self, name), name)
         for name in ("eta_affinity", "eta_threshold", "decay", "sparsity_target"):

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from .._model import DataSpec, Model
 from .._split import Split
-from .._validation import check_choice, check_positive
+from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
 from .fista import fista_gram, largest_eigenvalue
 
@@ -110,10 +110,7 @@ class VNConfig:
                 check_positive(v, name, allow_zero=True)
         if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
             raise ValueError(f"topk: expected an int >= 0, got {self.topk!r}")
-        for name in ("max_iter", "max_sweeps", "epochs", "batch_size"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name}: expected an int >= 1, got {v!r}")
+        check_int_fields(self, ("max_iter", "max_sweeps", "epochs", "batch_size"))
         if isinstance(self.reseed_after, bool) or not isinstance(self.reseed_after, int) or self.reseed_after < 0:
             raise ValueError(f"reseed_after: expected an int >= 0, got {self.reseed_after!r}")
         check_positive(self.tol, "tol")
