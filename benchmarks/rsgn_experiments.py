@@ -3,6 +3,9 @@
 Appends one JSON record per (task, model, config, seed) to results/rsgn/records.jsonl, summarised
 into reports/rsgn.md by benchmarks/rsgn_summarize.py. Queues run in the order given.
 
+``tune:`` queues choose a setting on validation data carved from the training split and write
+results/rsgn/tuning.jsonl.
+
 Runs with ``curve=True`` also record ``curve_test_accuracy``: the accuracy on ``tests["id"]``
 after every epoch, read by an epoch callback that never feeds back into training. On the
 author's split that set IS the author's validation set, so ``max(curve)`` is the paper's
@@ -137,6 +140,21 @@ def queue(name):
         task = hn.tasks.make(task_name, **_kv(task_over))
         for s in (int(v) for v in seed_list.split(",")):
             record(task, model, s, tag, **_kv(over[0] if over else ""))
+    elif name.startswith("tune:"):
+        # tune:TASK[/k=v,...]:MODEL:KEY=V1|V2|...[:k=v,...] -- a grid over one config field,
+        # scored on validation data carved (20 %) from the training split (hn.bench.tune, seed 0);
+        # no test split is touched. Appends one record per point to results/rsgn/tuning.jsonl.
+        _, task_spec, model, grid_spec, *over = name.split(":")
+        task_name, _, task_over = task_spec.partition("/")
+        task = hn.tasks.make(task_name, **_kv(task_over))
+        key, _, values = grid_spec.partition("=")
+        grid = {key: [_kv(f"v={v}")["v"] for v in values.split("|")]}
+        base = {"progress": False, **_kv(over[0] if over else "")}
+        for rec in hn.bench.tune(task, model, grid, base=base, log=print):
+            rec.update(task=task.name, task_params={k: v for k, v in task.params.items()
+                                                    if isinstance(v, (int, float, str))})
+            with open(os.path.join(os.path.dirname(OUT), "tuning.jsonl"), "a") as f:
+                f.write(json.dumps(rec) + "\n")
     else:
         raise SystemExit(f"unknown queue {name}")
 

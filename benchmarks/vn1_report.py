@@ -5,7 +5,8 @@
 Reads (all under ``--results``): the 3-seed runs ``functions1d_quick_mode-{masked,reconstruct}.json``
 (``hebbnets run``) and ``spatial2d_quick_mode-{decode,reconstruct}.json`` +
 ``error_map_spatial2d_{decode,reconstruct}.json`` (``benchmarks/vn1_spatial2d_runs.py``), the
-validation searches ``search_*.json`` (``benchmarks/vn_benchmarks_i.py search``) and the split
+validation searches ``search_*.json`` / ``extend_*.json`` (``benchmarks/vn_benchmarks_i.py search``
+/ ``extend``) and the split
 checks ``split_check_{old,new}.json`` (``benchmarks/vn1_split_check.py``). Nothing is trained here;
 the only numbers computed are the all-zeros predictor's test MSE on spatial2d (a reference).
 """
@@ -20,7 +21,7 @@ import torch
 
 import hebbnets as hn
 from hebbnets.bench import ood_id_ratios, relative_to_best_baseline, summarize
-from hebbnets.bench.runner import git_commit
+from hebbnets.bench.runner import git_commit, jsonable
 
 RUNS = [("functions1d", "masked"), ("functions1d", "reconstruct"), ("spatial2d", "decode"), ("spatial2d", "reconstruct")]
 COMMAND = "OMP_NUM_THREADS=1 python benchmarks/vn1_report.py --results results/vn1 --reports reports"
@@ -68,6 +69,18 @@ def search_lines(search: dict) -> list[str]:
         for i, r in enumerate(vn["results"]):
             lines.append(f"| {i} | `{json.dumps(r.get('move', 'base'))}` | {_g(r['value'])} | {r['accepted']} |")
     return lines
+
+
+def stale_configs(task: str, mode: str, recs: list[dict]) -> list[str]:
+    """Models whose recorded run configuration differs from the task's current ``model_configs``."""
+    current = hn.tasks.make(task, seed=0, mode=mode).model_configs
+    out = []
+    for model in sorted({r["model"] for r in recs}):
+        run = next(r["model_config"] for r in recs if r["model"] == model)
+        want = jsonable(current.get(model, {}))
+        if any(run.get(k) != v for k, v in want.items()):
+            out.append(model)
+    return out
 
 
 def zero_reference() -> dict:
@@ -134,6 +147,11 @@ def main() -> None:
                                         "configs": {r["model"]: r["model_config"] for r in recs if r["seed"] == 0}}
         md += [f"## {task}, mode={mode}", "", f"metric: `{recs[0]['metric']}`; source `{path}`", ""]
         md += results_table(summary) + [""]
+        stale = stale_configs(task, mode, recs)
+        if stale:
+            md += [f"**These runs predate the current configurations** of {', '.join(stale)} (`task.model_configs`, "
+                   "chosen in a later validation round, section \"Configuration search\"); the table is the "
+                   "measured result of the configurations recorded in the runs, not of the current ones.", ""]
         if task == "spatial2d":
             zero = doc.setdefault("zero_predictor", zero_reference())
             md += [f"Reference: predicting all zeros scores id {_g(zero['id'])}, ood {_g(zero['ood'])}.", ""]
@@ -159,6 +177,20 @@ def main() -> None:
         s = json.loads(p.read_text())
         doc["search"][s["bench"]] = s
         md += [f"### {s['bench']}", ""] + search_lines(s) + [""]
+
+    for p in sorted(res.glob("extend_*.json")):
+        s = json.loads(p.read_text())
+        doc.setdefault("extend", {})[s["bench"]] = s
+        md += [f"### {s['bench']}, round 3 (from the round-2 choice; `vn_benchmarks_i.py extend`)", ""]
+        md += search_lines(s) + ["", "Baseline points (round-2 configuration, then these fields):", "",
+                                 "| model | point | val error | epochs cap / patience | fit seconds |", "|---|---|---|---|---|"]
+        for m, d in s["models"].items():
+            if m == "vn":
+                continue
+            for r in d["results"]:
+                c = r["config"]
+                md.append(f"| {m} | lr={c['lr']} | {_g(r['value'])} | {c['epochs']} / {c['patience']} | {r['fit_seconds']:.0f} |")
+        md.append("")
 
     maps = {}
     for mode in ("decode", "reconstruct"):

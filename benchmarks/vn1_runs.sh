@@ -9,6 +9,10 @@ export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 python benchmarks/vn_benchmarks_i.py search --bench spatial2d_reconstruct
 python benchmarks/vn_benchmarks_i.py search --bench spatial2d_decode
 python benchmarks/vn_benchmarks_i.py search --bench functions1d_masked
+# 1b. round 3: the moves round 2 left out, baselines without the CPU cap (validation only)
+python benchmarks/vn_benchmarks_i.py extend --bench functions1d_masked
+python benchmarks/vn_benchmarks_i.py extend --bench spatial2d_decode
+python benchmarks/vn_benchmarks_i.py extend --bench spatial2d_reconstruct
 # 2. 3-seed test tables (spatial2d with per-centre error maps from the same fits)
 python benchmarks/vn1_spatial2d_runs.py --mode decode --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1
 python benchmarks/vn1_spatial2d_runs.py --mode reconstruct --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1

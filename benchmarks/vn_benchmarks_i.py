@@ -10,6 +10,14 @@ Configuration choice uses validation data carved from the training split of the 
 
       OMP_NUM_THREADS=1 python benchmarks/vn_benchmarks_i.py search --bench functions1d_masked
 
+* ``extend`` (round 3): continues from the round-2 choice (``MODEL_CONFIGS``). VN gets the moves
+  round 2 left out (functions1d: nonneg, the clip norm policy, a larger FISTA budget, a longer
+  Hebbian schedule, two layers with the full default inference budget; spatial2d: the larger
+  FISTA budget); every backprop baseline gets its learning-rate grid again without the round-2
+  CPU cap (functions1d 200 epochs, patience 20; spatial2d 400 epochs, patience 25)::
+
+      OMP_NUM_THREADS=1 python benchmarks/vn_benchmarks_i.py extend --bench functions1d_masked
+
 * ``select`` (round 1, kept for the record): 2 points per model (lam / lr / beta).
 
 The chosen configurations are recorded in ``MODEL_CONFIGS`` / ``TUNING`` of the task modules.
@@ -133,20 +141,37 @@ SEARCH = {
 }
 
 
-def successive(task, model: str, base: dict, moves: list[dict], log=print) -> list[dict]:
+def successive(task, model: str, base: dict, moves: list[dict], log=print, cache: dict | None = None,
+               save=None) -> list[dict]:
     """Greedy coordinate search on validation data: ``1 + len(moves)`` points. Returns every
     point's record (``hn.bench.tune``), in evaluation order, with ``"accepted"`` flags.
 
     A move is a config patch; ``{"atoms_first": K}`` sets the first layer's atom count and keeps
-    the other layers (so it applies to a 1- or 2-layer network alike)."""
-    best = tune(task, model, {}, base=base, log=log)[0]
+    the other layers (so it applies to a 1- or 2-layer network alike); ``{"atoms_first_two": (K2,
+    m1)}`` adds a second layer of ``K2`` atoms over an interface of size ``m1``. ``cache`` maps a
+    config's JSON to a record already computed (resuming an interrupted search); ``save(record)``
+    is called after every new point."""
+
+    def evaluate(config: dict) -> dict:
+        key = json.dumps(jsonable(config), sort_keys=True)
+        if cache is not None and key in cache:
+            return dict(cache[key])
+        r = tune(task, model, {}, base=config, log=log)[0]
+        if save is not None:
+            save(r)
+        return r
+
+    best = evaluate(base)
     best["accepted"] = True
     recs = [best]
     for move in moves:
         patch = dict(move)
         if "atoms_first" in patch:
             patch["atoms"] = (patch.pop("atoms_first"), *best["config"]["atoms"][1:])
-        r = tune(task, model, {}, base={**best["config"], **patch}, log=log)[0]
+        if "atoms_first_two" in patch:
+            k2, m1 = patch.pop("atoms_first_two")
+            patch["atoms"], patch["hidden"] = (best["config"]["atoms"][0], k2), (m1,)
+        r = evaluate({**best["config"], **patch})
         r["move"], r["accepted"] = move, r["value"] < best["value"]
         recs.append(r)
         if r["accepted"]:
@@ -179,6 +204,62 @@ def search(bench: str, models: list[str] | None) -> None:
         path.write_text(json.dumps(jsonable(out), indent=1))
 
 
+SEQ_FULL = dict(epochs=200, patience=20)
+IMG_FULL = dict(epochs=400, patience=25)
+EXTEND = {
+    "functions1d_masked": ("functions1d", {"mode": "masked"}, {
+        "vn": [dict(nonneg=True), dict(norm_policy="clip_s"), dict(max_iter=500, tol=1e-5), dict(epochs=15),
+               # 15 epochs of a 2-layer network at the full budget exceed the CPU budget: 5 epochs
+               dict(atoms_first_two=(64, 32), max_sweeps=10, max_iter=200, epochs=5)],
+        "mlp": [dict(lr=lr, **SEQ_FULL) for lr in (1e-3, 3e-3, 1e-2)],
+        "transformer": [dict(lr=lr, **SEQ_FULL) for lr in (1e-3, 3e-3, 1e-2)],
+        "mamba": [dict(lr=lr, **SEQ_FULL) for lr in (1e-2, 3e-3, 1e-3)],
+    }),
+    # round 2 capped the image baselines at 100 epochs, and their best validation epoch was 94-99
+    "spatial2d_decode": ("spatial2d", {"mode": "decode"}, {
+        "vn": [dict(max_iter=500, tol=1e-5)],
+        **{m: [dict(lr=lr, **IMG_FULL) for lr in (1e-3, 3e-3, 1e-2)] for m in ("cnn", "vae", "factorized", "mlp")},
+    }),
+    "spatial2d_reconstruct": ("spatial2d", {"mode": "reconstruct"}, {
+        "vn": [dict(max_iter=500, tol=1e-5)],
+        **{m: [dict(lr=lr, **IMG_FULL) for lr in (1e-3, 3e-3, 1e-2)] for m in ("cnn", "vae", "factorized", "mlp")},
+    }),
+}
+
+
+def extend(bench: str, models: list[str] | None) -> None:
+    """Round 3: more validation points from the round-2 choice; appended to ``extend_{bench}.json``."""
+    task_name, params, spec = EXTEND[bench]
+    task = hn.tasks.make(task_name, seed=0, **params)
+    chosen = task.model_configs
+    path = RESULTS / f"extend_{bench}.json"
+    out = json.loads(path.read_text()) if path.exists() else {
+        "bench": bench, "task": task_name, "task_params": task.params, "git_commit": git_commit(), "models": {}}
+    for model, points in spec.items():
+        if models and model not in models:
+            continue
+        t0 = time.perf_counter()
+        base = {**chosen[model], "progress": False}
+        if model == "vn":
+            partial = out.setdefault("partial", {}).setdefault(model, [])
+
+            def save(rec: dict) -> None:
+                partial.append(rec)
+                path.write_text(json.dumps(jsonable(out), indent=1))
+
+            cache = {json.dumps(r["config"], sort_keys=True): r for r in partial}
+            recs = successive(task, model, base, points, cache=cache, save=save)
+            best = [r for r in recs if r["accepted"]][-1]
+        else:
+            recs = [tune(task, model, {}, base={**base, **pt}, log=print)[0] for pt in points]
+            best = min(recs, key=lambda r: r["value"])
+        out["models"][model] = {"points": len(recs), "results": recs, "chosen": best["config"],
+                                "value": best["value"], "num_parameters": best["num_parameters"],
+                                "seconds": time.perf_counter() - t0}
+        print(f"{bench} {model}: best {best['config']} (val {best['value']:.4g}, {len(recs)} points)", flush=True)
+        path.write_text(json.dumps(jsonable(out), indent=1))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -188,10 +269,15 @@ def main() -> None:
     r = sub.add_parser("search")
     r.add_argument("--bench", choices=sorted(SEARCH), required=True)
     r.add_argument("--models", nargs="*", default=None)
+    e = sub.add_parser("extend")
+    e.add_argument("--bench", choices=sorted(EXTEND), required=True)
+    e.add_argument("--models", nargs="*", default=None)
     args = parser.parse_args()
     torch.set_num_threads(1)
     if args.cmd == "select":
         select(args.bench, args.models)
+    elif args.cmd == "extend":
+        extend(args.bench, args.models)
     else:
         search(args.bench, args.models)
 

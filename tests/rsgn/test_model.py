@@ -26,7 +26,8 @@ def _built(seed=0, dtype=torch.float32, **cfg):
     return m.to(dtype)
 
 
-@pytest.mark.parametrize("cfg", [dict(), dict(max_active_frac=0.0, inhibition=0.0), dict(level_sign="code", floor=0.3)])
+@pytest.mark.parametrize("cfg", [dict(), dict(max_active_frac=0.0, inhibition=0.0), dict(level_sign="code", floor=0.3),
+                                 dict(pool_sigma=0.7)])
 def test_sparse_equals_dense_on_the_same_graph(cfg):
     m = _built(dtype=torch.float64, **cfg)
     with torch.no_grad():  # a graph with pruned edges and non-trivial affinities
@@ -49,6 +50,29 @@ def test_sparse_equals_dense_on_the_same_graph(cfg):
     for a, b in zip(g_s, g_d):
         torch.testing.assert_close(a, b, rtol=1e-8, atol=1e-10)
     assert any(bool((a > 0).any()) for a in tr_s[1:])  # the comparison is not vacuous
+
+
+def test_receptive_field_is_the_weighted_token_mean_and_sharpens_to_the_nearest_token():
+    m = _built(dtype=torch.float64, pool_sigma=0.5)
+    tok = m._tokens(_data().x[:3].double(), None)
+    p = m.positions()
+    alpha, t_star, sparks = m.ignite(tok, p)
+    emb = m.embed(tok)  # (B, T, d_h)
+    b = torch.tensor([0, 1, 2, 2])
+    nodes = alpha[b].argmax(1)  # an ignited node of each sample
+    got = m.receptive_field(sparks, emb, b, p[nodes])
+    for a in range(len(b)):  # the plain loop
+        d = torch.stack([G.dist(sparks[b[a], t], p[nodes[a]]) for t in range(tok.shape[1])])
+        w = torch.exp(-(d**2) / (2 * 0.5**2))
+        torch.testing.assert_close(got[a], (w[:, None] * emb[b[a]]).sum(0) / w.sum())
+    m.config.pool_sigma = 1e-3  # a vanishing width picks the igniting (nearest) token
+    sharp = m.receptive_field(sparks, emb, b, p[nodes])
+    torch.testing.assert_close(sharp, emb[b, t_star[b, nodes]])
+
+
+def test_pool_sigma_rejects_negative_values():
+    with pytest.raises(ValueError, match="pool_sigma"):
+        RSGNConfig(pool_sigma=-1.0)
 
 
 def test_inhibition_can_only_lower_activity():

@@ -16,7 +16,11 @@ per-edge affinity ``a (N, k)``. Edge weights exist on edges only:
 1. ignition: tokens -> spark points ``expmap0(MLP(x_t))``; node ``i`` gets
    ``g_i = max_t exp(-d_H(s_t, p_i)^2 / (2 sigma^2))`` and only the ``ceil(ignite_frac N)``
    largest survive (all other nodes are exactly 0). An ignited node starts from the embedding of
-   the token that ignited it (``token_injection``), so the network is not fed the mean only.
+   the token that ignited it (``token_injection``), so the network is not fed the mean only; with
+   ``pool_sigma > 0`` it starts from its receptive field instead, the average of all token
+   embeddings weighted by ``softmax_t(-d_H(s_t, p_i)^2 / (2 pool_sigma^2))``, computed for the
+   ignited nodes only (``O(B n_ign T d_h)``). With ~2 % of nodes ignited, the nearest-token
+   start sees only a handful of the tokens; pooling lets the sparse network see all of them.
 2. ``n_steps`` propagation steps; only active nodes send, along their alive out-edges:
    ``z_i = sum_{e: j->i} w_e alpha_j + c alpha_i``, ``m_i = sum_{e: j->i} w_e alpha_j h_j``,
    ``g_i = sigmoid((z_i - theta_i) / T)`` with ``T`` annealed, a hard floor
@@ -70,6 +74,7 @@ class RSGNConfig(TrainConfig):
     inhibition: float = 1.0  # beta of the divisive normalisation (0: off)
     max_active_frac: float = 0.1  # per-sample cap on active nodes after each step (0: off)
     token_injection: bool = True  # False: every ignited node starts from W_in mean_t(x_t)
+    pool_sigma: float = 0.0  # > 0: an ignited node starts from its receptive field (see module docstring)
     positional: bool = False  # append fixed sinusoidal position features to every token
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
     # -- slow timescale ----------------------------------------------------------------------
@@ -104,7 +109,7 @@ class RSGNConfig(TrainConfig):
             raise ValueError("ignite_frac: must be > 0")
         for name in ("sigma_ign", "tau", "t_start", "t_end", "affinity_bound"):
             check_positive(getattr(self, name), name)
-        for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position"):
+        for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position", "pool_sigma"):
             check_positive(getattr(self, name), name, allow_zero=True)
         if not 0 <= self.reward_decay < 1:
             raise ValueError(f"reward_decay: must be in [0, 1), got {self.reward_decay!r}")
@@ -333,10 +338,10 @@ class RSGN(SlowRuleModel):
             x = torch.cat([x, pe.expand(x.shape[0], -1, -1)], dim=-1)
         return x  # (B, T, d_tok)
 
-    def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Sparks ``(B, T, d)`` -> ignition ``alpha0 (B, N)`` with exactly
-        ``ceil(ignite_frac N)`` non-zeros per sample, and the igniting token of each node
-        ``(B, N)``."""
+    def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Tokens ``(B, T, d_tok)`` -> ignition ``alpha0 (B, N)`` with exactly
+        ``ceil(ignite_frac N)`` non-zeros per sample, the igniting token of each node ``(B, N)``
+        and the sparks ``(B, T, d)``."""
         cfg = self.config
         sparks = G.to_ball(self.spark(tok))  # (B, T, d)
         d, t_star = G.min_dist(sparks, p)  # (B, N) geodesic distance to the nearest spark
@@ -344,7 +349,16 @@ class RSGN(SlowRuleModel):
         n_ign = max(1, math.ceil(cfg.ignite_frac * cfg.n_nodes))
         top = g.detach().topk(n_ign, dim=1).indices  # (B, n_ign)
         keep = torch.zeros_like(g, dtype=torch.bool).scatter_(1, top, True)
-        return g * keep, t_star
+        return g * keep, t_star, sparks
+
+    def receptive_field(self, sparks: torch.Tensor, emb: torch.Tensor, b: torch.Tensor,
+                        p_nodes: torch.Tensor) -> torch.Tensor:
+        """Start states of nodes at ``p_nodes (A, d)`` in samples ``b (A,)``: the token embeddings
+        ``emb (B, T, d_h)`` averaged with ``softmax_t(-d_H(s_t, p)^2 / (2 pool_sigma^2))`` over the
+        sample's sparks ``sparks (B, T, d)`` -> ``(A, d_h)``."""
+        d = G.dist(sparks[b], p_nodes[:, None, :])  # (A, T)
+        w = torch.softmax(-(d**2) / (2 * self.config.pool_sigma**2), dim=1)  # (A, T)
+        return torch.einsum("at,atd->ad", w, emb[b])
 
     def _step_params(self) -> StepParams:
         cfg = self.config
@@ -359,7 +373,7 @@ class RSGN(SlowRuleModel):
         mode = mode or cfg.mode
         p = self.positions()
         graph = self.graph()
-        alpha, t_star = self.ignite(tok, p)  # (B, N)
+        alpha, t_star, sparks = self.ignite(tok, p)  # (B, N)
         B, N = alpha.shape
         emb = self.embed(tok)  # (B, T, d_h)
         if not cfg.token_injection:
@@ -369,7 +383,11 @@ class RSGN(SlowRuleModel):
         if mode == "sparse":
             idx = alpha.reshape(-1).nonzero().squeeze(1)  # (A,) sorted flat ids
             b, i = idx // N, idx % N
-            h = emb[b, t_star[b, i]] * alpha.reshape(-1)[idx, None]  # (A, d_h)
+            if cfg.pool_sigma > 0 and cfg.token_injection:
+                h0 = self.receptive_field(sparks, emb, b, p[i])  # (A, d_h)
+            else:
+                h0 = emb[b, t_star[b, i]]  # (A, d_h)
+            h = h0 * alpha.reshape(-1)[idx, None]  # (A, d_h)
             for _ in range(cfg.n_steps):
                 alpha, idx, h, m = step_sparse(alpha, idx, h, graph, sp)
                 trace.append(alpha)
@@ -379,7 +397,12 @@ class RSGN(SlowRuleModel):
             num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device).index_add(0, b, a[:, None] * h)
         else:
             W = graph.dense()  # (N, N)
-            h = torch.gather(emb, 1, t_star[..., None].expand(-1, -1, emb.shape[-1])) * alpha[..., None]  # (B, N, d_h)
+            if cfg.pool_sigma > 0 and cfg.token_injection:  # every node's field; the inactive ones are zeroed by alpha
+                bb = torch.arange(B).repeat_interleave(N)
+                h0 = self.receptive_field(sparks, emb, bb, p.repeat(B, 1)).reshape(B, N, -1)
+            else:
+                h0 = torch.gather(emb, 1, t_star[..., None].expand(-1, -1, emb.shape[-1]))
+            h = h0 * alpha[..., None]  # (B, N, d_h)
             for _ in range(cfg.n_steps):
                 src_active = (alpha > 0).to(W.dtype)
                 edges += int((src_active @ (W > 0).to(W.dtype)).sum())
