@@ -179,6 +179,17 @@ def successive(task, model: str, base: dict, moves: list[dict], log=print, cache
     return recs
 
 
+def _store(out: dict, path: Path, bench: str, model: str, recs: list[dict], chosen: dict, t0: float) -> None:
+    """Record one model's search points and its choice in ``out`` and write ``path``."""
+    out["models"][model] = {"points": len(recs), "results": recs, "chosen": chosen["config"],
+                            "value": chosen["value"], "num_parameters": chosen["num_parameters"],
+                            "seconds": time.perf_counter() - t0}
+    print(f"{bench} {model}: chose {chosen['config']} (val {chosen['value']:.4g}, "
+          f"{chosen['num_parameters']} params, {len(recs)} points)", flush=True)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(jsonable(out), indent=1))
+
+
 def search(bench: str, models: list[str] | None) -> None:
     task_name, params, spec = SEARCH[bench]
     task = hn.tasks.make(task_name, seed=0, **params)
@@ -195,13 +206,7 @@ def search(bench: str, models: list[str] | None) -> None:
         else:
             recs = [tune(task, model, {}, base={**base, **pt}, log=print)[0] for pt in points]
             chosen = min(recs, key=lambda r: r["value"])
-        out["models"][model] = {"points": len(recs), "results": recs, "chosen": chosen["config"],
-                                "value": chosen["value"], "num_parameters": chosen["num_parameters"],
-                                "seconds": time.perf_counter() - t0}
-        print(f"{bench} {model}: chose {chosen['config']} (val {chosen['value']:.4g}, "
-              f"{chosen['num_parameters']} params, {len(recs)} points)", flush=True)
-        RESULTS.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(jsonable(out), indent=1))
+        _store(out, path, bench, model, recs, chosen, t0)
 
 
 SEQ_FULL = dict(epochs=200, patience=20)
@@ -253,11 +258,7 @@ def extend(bench: str, models: list[str] | None) -> None:
         else:
             recs = [tune(task, model, {}, base={**base, **pt}, log=print)[0] for pt in points]
             best = min(recs, key=lambda r: r["value"])
-        out["models"][model] = {"points": len(recs), "results": recs, "chosen": best["config"],
-                                "value": best["value"], "num_parameters": best["num_parameters"],
-                                "seconds": time.perf_counter() - t0}
-        print(f"{bench} {model}: best {best['config']} (val {best['value']:.4g}, {len(recs)} points)", flush=True)
-        path.write_text(json.dumps(jsonable(out), indent=1))
+        _store(out, path, bench, model, recs, best, t0)
 
 
 def main() -> None:
