@@ -221,14 +221,10 @@ EXTEND = {
         "mamba": [dict(lr=lr, **SEQ_FULL) for lr in (1e-2, 3e-3, 1e-3)],
     }),
     # round 2 capped the image baselines at 100 epochs, and their best validation epoch was 94-99
-    "spatial2d_decode": ("spatial2d", {"mode": "decode"}, {
+    **{f"spatial2d_{mode}": ("spatial2d", {"mode": mode}, {
         "vn": [dict(max_iter=500, tol=1e-5)],
         **{m: [dict(lr=lr, **IMG_FULL) for lr in (1e-3, 3e-3, 1e-2)] for m in ("cnn", "vae", "factorized", "mlp")},
-    }),
-    "spatial2d_reconstruct": ("spatial2d", {"mode": "reconstruct"}, {
-        "vn": [dict(max_iter=500, tol=1e-5)],
-        **{m: [dict(lr=lr, **IMG_FULL) for lr in (1e-3, 3e-3, 1e-2)] for m in ("cnn", "vae", "factorized", "mlp")},
-    }),
+    }) for mode in ("decode", "reconstruct")},
 }
 
 
