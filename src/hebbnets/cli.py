@@ -2,6 +2,7 @@
 
     hebbnets demo                      # VN vs MLP on toy_atoms, 3 seeds, ID/OOD table (~1 min)
     hebbnets run TASK --models ...     # any registered task and models (see hebbnets.bench)
+    hebbnets merge OUT.json IN.json... # one table from runs done in parallel (e.g. one per seed)
 
 Bad input prints one error line naming the argument and exits with code 2.
 """
@@ -11,7 +12,7 @@ import argparse
 import sys
 
 from . import __version__
-from .bench.cli_run import EXIT_BAD_INPUT, add_run_parser, handle_run
+from .bench.cli_run import EXIT_BAD_INPUT, add_merge_parser, add_run_parser, handle_run
 
 
 def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
@@ -46,6 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_parser(sub)
     add_run_parser(sub)
+    add_merge_parser(sub)
     args = parser.parse_args(argv)  # argparse itself exits with code 2 on bad syntax
     if args.threads is not None:
         if args.threads < 1:

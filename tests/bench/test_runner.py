@@ -103,3 +103,29 @@ def test_task_rejects_bad_extra_metrics():
         hn.tasks.Task("t", task.train, task.tests, extra_metrics={"x": 3})
     with pytest.raises(ValueError, match="extra_metrics"):
         hn.tasks.Task("t", task.train, task.tests, extra_metrics={"mse": lambda m, t, s: 0.0})
+
+
+def test_checkpoint_appends_each_fit_and_resume_reuses_only_matching_ones(tmp_path):
+    ckpt = tmp_path / "fits.jsonl"
+    recs = run("spatial2d", ["factorized", "mlp"], [0], task_params=TINY, overrides=FAST, checkpoint=ckpt)
+    lines = ckpt.read_text().splitlines()
+    assert len(lines) == 2 and sum(len(json.loads(x)) for x in lines) == len(recs)
+    # a run killed while writing leaves a truncated last line: it is dropped, not an error
+    ckpt.write_text(lines[0] + "\n" + lines[1][: len(lines[1]) // 2])
+    logs = []
+    again = run("spatial2d", ["factorized", "mlp"], [0], task_params=TINY, overrides=FAST, checkpoint=ckpt,
+                resume=True, log=logs.append)
+    assert [x["value"] for x in again] == [x["value"] for x in recs]
+    assert "reused" in logs[0] and "factorized" in logs[0] and "fit" in logs[1]
+    assert len(ckpt.read_text().splitlines()) == 2
+    # another config is another fit: nothing reused
+    logs.clear()
+    other = {"factorized": {**FAST["factorized"], "hidden": 5}, "mlp": FAST["mlp"]}
+    run("spatial2d", ["factorized", "mlp"], [0], task_params=TINY, overrides=other, checkpoint=ckpt,
+        resume=True, log=logs.append)
+    assert "reused" not in logs[0] and "reused" in logs[1]
+    # without resume the checkpoint starts afresh
+    run("spatial2d", ["mlp"], [1], task_params=TINY, overrides={"mlp": FAST["mlp"]}, checkpoint=ckpt)
+    assert [json.loads(x)[0]["seed"] for x in ckpt.read_text().splitlines()] == [1]
+    with pytest.raises(ValueError, match="resume"):
+        run("spatial2d", ["mlp"], [0], task_params=TINY, overrides={"mlp": FAST["mlp"]}, resume=True)

@@ -1,7 +1,9 @@
-"""The ``hebbnets run`` subcommand (argument parsing only; the work is in ``bench.runner``).
+"""The ``hebbnets run`` and ``hebbnets merge`` subcommands (argument parsing only; the work is in
+``bench.runner`` and ``bench.io``).
 
     hebbnets run TASK --models vn,mlp --seeds 0,1,2 --scale quick --out results/ \\
-        [--set KEY=VALUE ...] [--model-set MODEL.KEY=VALUE ...]
+        [--set KEY=VALUE ...] [--model-set MODEL.KEY=VALUE ...] [--resume]
+    hebbnets merge OUT.json IN.json [IN.json ...]   # e.g. seeds run on different machines
 
 ``--set`` values are parsed as JSON when possible (``n_train=500``, ``held_out=[8,16]``,
 ``noise=0.1``) and kept as strings otherwise (``mode=masked``). Bad input (unknown task, model,
@@ -77,6 +79,9 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
                    help="task parameter, e.g. --set mode=masked (repeatable)")
     p.add_argument("--model-set", dest="model_sets", action="append", default=[], metavar="MODEL.KEY=VALUE",
                    help="model config override, e.g. --model-set mlp.epochs=50 (repeatable)")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the finished fits recorded in OUT/<stem>.fits.jsonl by an earlier, interrupted "
+                   "run with the same task parameters and model configs (each fit is appended there as it ends)")
     p.add_argument("--quiet", action="store_true", help="no per-fit progress lines")
     p.add_argument("--no-progress", action="store_true", help="turn off the models' own progress bars")
     p.set_defaults(func=handle_run)
@@ -109,9 +114,10 @@ def handle_run(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
-    records = run(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides, log=log)
     stem = _stem(args.task, task_params, args.scale)
     out = Path(args.out)
+    records = run(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides,
+                  log=log, checkpoint=out / f"{stem}.fits.jsonl", resume=getattr(args, "resume", False))
     json_path = write_json(records, out / f"{stem}.json")
     csv_path = write_csv(records, out / f"{stem}.csv")
     params = ", ".join(f"{k}={v}" for k, v in task_params.items())
@@ -121,11 +127,60 @@ def handle_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_merge_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Add the ``merge`` subcommand to an argparse subparsers object."""
+    p = sub.add_parser("merge", help="merge the JSON results of several runs into one JSON + CSV and table",
+                       description="Concatenate the records of result JSONs written by `hebbnets run` (for "
+                       "example one per seed or model, run in parallel), recompute the summary and ratios, "
+                       "and write OUT (JSON) and the CSV beside it. A fit present in two inputs is an error.")
+    p.add_argument("output", help="merged JSON file to write (the CSV gets the same name with .csv)")
+    p.add_argument("inputs", nargs="+", help="result JSON files written by `hebbnets run`")
+    p.set_defaults(func=handle_merge)
+    return p
+
+
+def handle_merge(args: argparse.Namespace) -> int:
+    """Merge the result files named in ``args``; returns the process exit code."""
+    from .io import merge_records, read_json, write_csv, write_json
+    from .summary import format_table, summarize
+
+    try:
+        output = Path(args.output)
+        if output.suffix != ".json":
+            raise ValueError(f"output: expected a .json path, got {args.output!r}")
+        parts = []
+        for name in args.inputs:
+            path = Path(name)
+            if not path.is_file():
+                raise ValueError(f"inputs: no such file {name!r}")
+            try:
+                doc = read_json(path)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"inputs: {name!r} is not JSON ({exc})") from None
+            if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
+                raise ValueError(f"inputs: {name!r} has no 'records' list (not written by `hebbnets run`?)")
+            parts.append(doc["records"])
+        records = merge_records(parts)
+    except ValueError as exc:
+        print(f"hebbnets merge: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # null values (NaN written as null) are read back as NaN so the summary treats them as before
+    for r in records:
+        if r.get("value") is None:
+            r["value"] = float("nan")
+    json_path = write_json(records, output)
+    csv_path = write_csv(records, output.with_suffix(".csv"))
+    print(format_table(summarize(records), title=f"merged: {len(args.inputs)} files, {len(records)} records"))
+    print(f"\nwrote {json_path} and {csv_path}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Stand-alone entry point (``python -m hebbnets.bench.cli_run run ...``)."""
     parser = argparse.ArgumentParser(prog="hebbnets")
     sub = parser.add_subparsers(dest="command", required=True)
     add_run_parser(sub)
+    add_merge_parser(sub)
     args = parser.parse_args(argv)
     return args.func(args)
 

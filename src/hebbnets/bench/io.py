@@ -64,3 +64,23 @@ def write_csv(records: list[dict[str, Any]], path: str | os.PathLike) -> Path:
 
 def read_json(path: str | os.PathLike) -> dict[str, Any]:
     return json.loads(Path(path).read_text())
+
+
+def merge_records(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """Concatenate the records of several runs (e.g. one per seed, run in parallel).
+
+    Raises ``ValueError`` if two parts hold the same (task, task parameters, model, seed, split,
+    metric): a merged table must not count a fit twice.
+    """
+    seen: dict[str, int] = {}
+    merged: list[dict[str, Any]] = []
+    for i, records in enumerate(parts):
+        for r in records:
+            key = json.dumps([r["task"], r["task_params"], r["model"], r["seed"], r["split"], r["metric"]],
+                             sort_keys=True)
+            if key in seen and seen[key] != i:
+                raise ValueError(f"inputs: parts {seen[key]} and {i} both hold {r['model']} seed {r['seed']} "
+                                 f"split {r['split']} ({r['metric']}) of task {r['task']}")
+            seen[key] = i
+            merged.append(r)
+    return merged

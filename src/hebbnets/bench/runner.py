@@ -15,6 +15,8 @@ The runner only orchestrates: models come from ``hn.models.make(name, task=task,
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -115,9 +117,45 @@ def _activity(model: Any) -> dict[str, float]:
             "edges_per_sample": float(stats["edges_per_sample"])}
 
 
+# config fields that change how a fit is displayed, not what it computes
+_COSMETIC_CONFIG_KEYS = frozenset({"progress"})
+
+
+def _fit_key(record: dict[str, Any]) -> str:
+    """What must match for a checkpointed fit to stand in for a new one."""
+    config = {k: v for k, v in record["model_config"].items() if k not in _COSMETIC_CONFIG_KEYS}
+    return json.dumps([record["task"], record["task_params"], record["model"], record["seed"], config],
+                      sort_keys=True)
+
+
+def read_checkpoint(path: str | os.PathLike) -> dict[str, list[dict[str, Any]]]:
+    """Records of a ``run(..., checkpoint=path)`` file, grouped by fit (a missing file is empty).
+
+    The file holds one JSON line per finished (seed, model) fit: the list of its records. A
+    truncated last line (the process was killed while writing it) is ignored.
+    """
+    path = Path(path)
+    done: dict[str, list[dict[str, Any]]] = {}
+    if not path.exists():
+        return done
+    lines = path.read_text().splitlines()
+    for i, line in enumerate(lines):
+        try:
+            recs = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) - 1:
+                break
+            raise ValueError(f"checkpoint: line {i + 1} of {path} is not JSON") from None
+        if not isinstance(recs, list) or not recs:
+            raise ValueError(f"checkpoint: line {i + 1} of {path} is not a non-empty list of records")
+        done[_fit_key(recs[0])] = recs
+    return done
+
+
 def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2), *, scale: str = "quick",
         task_params: dict[str, Any] | None = None, overrides: dict[str, dict[str, Any]] | None = None,
-        log: Any = None) -> list[dict[str, Any]]:
+        log: Any = None, checkpoint: str | os.PathLike | None = None,
+        resume: bool = False) -> list[dict[str, Any]]:
     """Train each model for each seed on ``task.train`` and score it on every test split.
 
     Args:
@@ -128,15 +166,39 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
         scale, task_params: generator settings when ``task`` is a name.
         overrides: ``{model: {config key: value}}`` applied over ``task.model_configs``.
         log: optional callable taking a progress line (e.g. ``print``).
+        checkpoint: optional JSON-lines file; the records of each finished (seed, model) fit are
+            appended to it at once, so a killed run loses at most the fit in progress.
+        resume: reuse the fits already in ``checkpoint`` whose task, task parameters, model,
+            seed and config (progress switches aside) equal this run's; others are trained.
+            Without ``resume`` an existing checkpoint file is started afresh.
 
     Returns:
         One record per (seed, model, test split); see the module docstring.
     """
+    if resume and checkpoint is None:
+        raise ValueError("resume: needs a checkpoint file")
     jobs = plan(task, models, seeds, scale=scale, task_params=task_params, overrides=overrides)
+    done: dict[str, list[dict[str, Any]]] = {}
+    if checkpoint is not None:
+        checkpoint = Path(checkpoint)
+        checkpoint.parent.mkdir(parents=True, exist_ok=True)
+        if resume:
+            done = read_checkpoint(checkpoint)
+            # rewrite without a possibly truncated last line before appending to it
+            checkpoint.write_text("".join(json.dumps(r) + "\n" for r in done.values()))
+        else:
+            checkpoint.write_text("")
     commit = git_commit()
     records: list[dict[str, Any]] = []
     for seed, inst, built in jobs:
         for name, model in built.items():
+            key = _fit_key({"task": inst.name, "task_params": jsonable(inst.params), "model": name,
+                            "seed": seed, "model_config": jsonable(dataclasses.asdict(model.config))})
+            if key in done:
+                records += done[key]
+                if log is not None:
+                    log(f"[{inst.name}] {name} seed={seed}: reused from {checkpoint}")
+                continue
             t0 = time.perf_counter()
             model.fit(inst.train)
             fit_s = time.perf_counter() - t0
@@ -166,6 +228,9 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
                     new.append({**base, "split": split_name, "metric": metric_name, "value": float(value),
                                 "predict_seconds": time.perf_counter() - t0})
             records += new
+            if checkpoint is not None:
+                with checkpoint.open("a") as fh:
+                    fh.write(json.dumps(new) + "\n")
             if log is not None:
                 scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in new if r["metric"] == inst.metric)
                 log(f"[{inst.name}] {name} seed={seed}: fit {fit_s:.1f}s; {scores}")
