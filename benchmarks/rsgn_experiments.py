@@ -62,6 +62,11 @@ def record(task, name, seed, tag, curve=False, **cfg):
         rec["reward_mean"] = float(np.mean(s["reward"])) if s.get("reward") else None
         rec["pruned_total"] = int(sum(s.get("pruned", [])))
         rec["sprouted_total"] = int(sum(s.get("sprouted", [])))
+        # how far the Hebbian rule moved the affinities (they start at 0; pruning needs
+        # sigmoid(a) < prune_threshold, i.e. a < -2.9 at the default 0.05)
+        aff = m.affinity.detach()
+        rec["affinity_abs_max"] = float(aff.abs().max())
+        rec["affinity_std"] = float(aff.std())
     print(json.dumps(rec), flush=True)
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "a") as f:

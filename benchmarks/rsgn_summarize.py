@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import statistics
 from collections import defaultdict
 
 from hebbnets.bench import summarize, write_json
@@ -27,6 +28,25 @@ ABLATION_FAMILY = {"rsgn_hierarchical": "pool", "rsgn_longrange": "sparse"}
 SHORT = {"rsgn_hierarchical": "hierarchical", "rsgn_longrange": "long-range", "rsgn_tree": "tree",
          "rsgn_xor_range": "xor-range"}
 
+
+
+def structural_line(runs):
+    """Pruning / sprouting counts over the sparse runs, and how far the affinities moved."""
+    pruned = sum(r.get("pruned_total") or 0 for r in runs)
+    sprouted = sum(r.get("sprouted_total") or 0 for r in runs)
+    moved = [r["affinity_abs_max"] for r in runs if "affinity_abs_max" in r]
+    line = (f"- Structural plasticity, summed over those {len(runs)} runs: {pruned:,} edges pruned, "
+            f"{sprouted:,} sprouted (default prune threshold sigmoid(a) < 0.05, i.e. affinity a < -2.9; "
+            f"affinities start at 0).")
+    if moved:
+        line += (f" Largest |a| at the end of training: median {statistics.median(moved):.3f} over the "
+                 f"{len(moved)} runs that recorded it.")
+    if not pruned and not sprouted:
+        line += (" **Pruning and sprouting never fired**: the reward-modulated Hebbian steps are too small "
+                 "to move any affinity to the pruning threshold at these budgets, so the structural rules "
+                 "change nothing in these runs. Runs before the sprout fix (sprouted edges used to be dropped by the kNN rebuild "
+                 "that ends each structure step) would have lost any sprout anyway.")
+    return line
 
 def load_records(path: str) -> list[dict]:
     """The records, without runs of a task version that is no longer the default: the first
@@ -254,7 +274,8 @@ def main() -> None:
            f"= {mean_of(sp, 'active_fraction'):.3f}; edges per sample = {mean_of(sp, 'edges_per_sample_test'):,.0f}.",
            f"- Hebbian update / gradient update on the same tensor (mean norms per batch): rsgn_parity "
            f"{mean_of(par, 'hebbian_update_mean'):.2e} / {mean_of(par, 'gradient_update_mean'):.2e}; sparse rsgn "
-           f"{mean_of(sp, 'hebbian_update_mean'):.2e} / {mean_of(sp, 'gradient_update_mean'):.2e}.", ""]
+           f"{mean_of(sp, 'hebbian_update_mean'):.2e} / {mean_of(sp, 'gradient_update_mean'):.2e}.",
+           structural_line(sp), ""]
     path = f"{RESULTS}/parity_speed.json"
     if os.path.exists(path):
         ps = json.load(open(path))

@@ -297,6 +297,10 @@ class RSGN(SlowRuleModel):
             nbr = G.knn(G.to_ball(self.z), k)
         self.register_buffer("nbr", nbr)  # (N, k) long
         self.register_buffer("alive", torch.ones(n, k, dtype=torch.bool))  # (N, k)
+        # a sprouted edge sits in the slot of a pruned kNN edge; that edge is kept in `displaced`
+        # so the next kNN rebuild still knows it was pruned
+        self.register_buffer("sprouted", torch.zeros(n, k, dtype=torch.bool))  # (N, k)
+        self.register_buffer("displaced", torch.full((n, k), -1, dtype=torch.long))  # (N, k)
         self.register_buffer("temperature", torch.tensor(float(cfg.t_start)))
         # fast parameters
         self.spark = nn.Sequential(nn.Linear(d_tok, 4 * ds), nn.GELU(), nn.Linear(4 * ds, ds))
@@ -532,9 +536,14 @@ class RSGN(SlowRuleModel):
         grow = has_dead & (best > cfg.sprout_threshold)
         slot = (~self.alive).float().argmax(1)  # first dead slot
         g_idx = grow.nonzero().squeeze(1)
-        self.nbr[g_idx, slot[g_idx]] = cand[g_idx, arg[g_idx]]
-        self.alive[g_idx, slot[g_idx]] = True
-        self.affinity[g_idx, slot[g_idx]] = 0.0
+        g_slot = slot[g_idx]
+        # the pruned kNN edge whose slot is taken (a pruned sprout's slot already names it)
+        self.displaced[g_idx, g_slot] = torch.where(self.sprouted[g_idx, g_slot], self.displaced[g_idx, g_slot],
+                                                    self.nbr[g_idx, g_slot])
+        self.nbr[g_idx, g_slot] = cand[g_idx, arg[g_idx]]
+        self.alive[g_idx, g_slot] = True
+        self.sprouted[g_idx, g_slot] = True
+        self.affinity[g_idx, g_slot] = 0.0
         out["sprouted"] = int(grow.sum())
         self.rebuild_graph()
         self.stats.setdefault("pruned", []).append(out["pruned"])
@@ -543,19 +552,46 @@ class RSGN(SlowRuleModel):
 
     @torch.no_grad()
     def rebuild_graph(self) -> None:
-        """Recompute the kNN edge list from the current positions (slow timescale). Edges that
-        stay keep their affinity and pruned state; new edges start alive at affinity 0; sprouted
-        edges that are not among the k nearest are dropped."""
-        new = G.knn(self.positions(), self.config.k)  # (N, k)
-        match = new[:, :, None] == self.nbr[:, None, :]  # (N, k_new, k_old)
+        """Recompute the kNN edge list from the current positions (slow timescale).
+
+        kNN edges that stay keep their affinity and pruned state (a pruned edge is not revived by
+        the rebuild); new kNN edges start alive at affinity 0. Alive sprouted edges keep their
+        affinity: a sprouted node that is now among the k nearest becomes that kNN edge, the others
+        move into a dead (pruned) slot of the new list and are dropped only if the row has none.
+        """
+        n, k = self.nbr.shape
+        new = G.knn(self.positions(), k)  # (N, k)
+        # the kNN edge behind each old slot: a sprouted slot stands for the pruned edge it displaced
+        knn_old = torch.where(self.sprouted, self.displaced, self.nbr)  # (N, k)
+        knn_alive = self.alive & ~self.sprouted  # (N, k)
+        knn_aff = torch.where(self.sprouted, torch.zeros_like(self.affinity), self.affinity)  # (N, k)
+        match = new[:, :, None] == knn_old[:, None, :]  # (N, k_new, k_old)
         found = match.any(-1)
         old_slot = match.float().argmax(-1)  # (N, k_new)
-        aff = torch.where(found, self.affinity.gather(1, old_slot), torch.zeros_like(self.affinity))
-        alive = torch.where(found, self.alive.gather(1, old_slot), torch.ones_like(self.alive))
-        self.nbr.copy_(new)
+        aff = torch.where(found, knn_aff.gather(1, old_slot), torch.zeros_like(self.affinity))
+        alive = torch.where(found, knn_alive.gather(1, old_slot), torch.ones_like(self.alive))
+        sprouted = torch.zeros_like(self.sprouted)
+        displaced = torch.full_like(self.displaced, -1)
+        nbr = new.clone()
+        # sprouts are few (at most one per node per structure step): a loop over them is cheap
+        for i, s in (self.sprouted & self.alive).nonzero().tolist():
+            j, a = int(self.nbr[i, s]), self.affinity[i, s]
+            hit = (nbr[i] == j).nonzero()
+            if len(hit):  # now a kNN neighbour: that edge, alive, with the sprout's affinity
+                t = int(hit[0, 0])
+                alive[i, t], aff[i, t] = True, a
+                continue
+            free = (~alive[i] & ~sprouted[i]).nonzero()
+            if not len(free):
+                continue
+            t = int(free[0, 0])
+            displaced[i, t], nbr[i, t] = nbr[i, t], j
+            alive[i, t], aff[i, t], sprouted[i, t] = True, a, True
+        self.nbr.copy_(nbr)
         self.alive.copy_(alive)
         self.affinity.copy_(aff)
-
+        self.sprouted.copy_(sprouted)
+        self.displaced.copy_(displaced)
 
 __all__ = ["Graph", "RSGN", "RSGNConfig", "StepParams", "cap_active", "edge_weights", "inhibit",
            "step_dense", "step_sparse"]
