@@ -1,5 +1,5 @@
 #!/bin/bash
-# VN benchmarks I, round 2: every command behind reports/vn_benchmarks_i.{md,json,png}, in order.
+# VN benchmarks I, rounds 2-3: every command behind reports/vn_benchmarks_i.{md,json,png}, in order.
 # One process at a time, one thread each (about 75 min on one shared CPU core).
 set -ex
 cd "$(dirname "$0")/.."
@@ -16,8 +16,17 @@ python benchmarks/vn_benchmarks_i.py extend --bench spatial2d_reconstruct
 # 2. 3-seed test tables (spatial2d with per-centre error maps from the same fits)
 python benchmarks/vn1_spatial2d_runs.py --mode decode --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1
 python benchmarks/vn1_spatial2d_runs.py --mode reconstruct --models vn,cnn,vae,factorized,mlp --seeds 0,1,2 --out results/vn1
-hebbnets run functions1d --models vn,transformer,mamba,mlp --seeds 0,1,2 --set mode=masked --out results/vn1 --no-progress
-hebbnets run functions1d --models vn,transformer,mamba,mlp --seeds 0,1,2 --set mode=reconstruct --out results/vn1 --no-progress
+# functions1d: one process per (mode, model, seed) so two cores run them side by side, then one
+# table per mode (equivalent to `hebbnets run functions1d --models vn,transformer,mamba,mlp --seeds 0,1,2`)
+for mode in masked reconstruct; do
+  for model in vn mamba transformer mlp; do
+    for seed in 0 1 2; do
+      hebbnets run functions1d --models $model --seeds $seed --set mode=$mode --no-progress \
+        --out results/vn1_r3/${mode}_${model}_s$seed --resume
+    done
+  done
+  hebbnets merge results/vn1/functions1d_quick_mode-$mode.json results/vn1_r3/${mode}_*/functions1d_quick_mode-$mode.json
+done
 # 3. is ood_pairs compositional? the current split and the round-1 split
 python benchmarks/vn1_split_check.py --models mlp --seeds 0,1,2 --out results/vn1/split_check_new.json
 python benchmarks/vn1_split_check.py --models mlp --seeds 0,1,2 --out results/vn1/split_check_old.json \
