@@ -64,9 +64,10 @@ def record(task, name, seed, tag, curve=False, **cfg):
         rec["sprouted_total"] = int(sum(s.get("sprouted", [])))
         # how far the Hebbian rule moved the affinities (they start at 0; pruning needs
         # sigmoid(a) < prune_threshold, i.e. a < -2.9 at the default 0.05)
-        aff = m.affinity.detach()
-        rec["affinity_abs_max"] = float(aff.abs().max())
-        rec["affinity_std"] = float(aff.std())
+        if name == "rsgn":  # rsgn_parity's affinity is low-rank (affinity_u, affinity_v): no per-edge value
+            aff = m.affinity.detach()
+            rec["affinity_abs_max"] = float(aff.abs().max())
+            rec["affinity_std"] = float(aff.std())
     print(json.dumps(rec), flush=True)
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "a") as f:
