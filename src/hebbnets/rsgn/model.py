@@ -7,7 +7,10 @@ Nodes ``i = 1..N`` carry a position ``p_i`` in the Poincaré ball (``p = to_ball
 ``theta_i`` and a level ``l_i``. Connectivity is an edge list: every node has ``k`` out-edges to
 its ``k`` nearest nodes by geodesic distance, rebuilt on the slow timescale (never per sample),
 stored as ``nbr (N, k)`` (destinations), ``alive (N, k)`` (pruned edges are dead) and a free
-per-edge affinity ``a (N, k)``. Edge weights exist on edges only:
+per-edge affinity ``a (N, k)``. Structural plasticity prunes weak edges and sprouts edges to
+correlated 2-hop nodes into pruned slots (``sprouted (N, k)``, with the pruned kNN edge each one
+``displaced``), so kNN rebuilds neither revive pruned edges nor drop sprouted ones. Edge weights
+exist on edges only:
 
     w_e = sigmoid(a_e) * exp(-d_H(p_src, p_dst) / tau) * softplus(s (l_dst - l_src) + 1)
 
