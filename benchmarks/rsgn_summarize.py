@@ -322,11 +322,12 @@ def claims(raw, by_group, row, tags) -> list[str]:
         out.append(f"- **{SHORT[task]}, RSGN's reported accuracy ({paper} %)**: author's protocol {pct(b[1])} "
                    f"({b[1]['n']} seeds, {b[0]}; the paper ran 50 epochs), final model {pct(f[1])}: "
                    f"{gap:+.1f} pp from the paper, "
-                   + ("within" if close else "outside") + " 2 seed std (not a full-budget reproduction)."
+                   + ("within" if close else "outside") + " 2 seed std"
+                   + (" (the paper's full budget)." if b[0] == "protocol-e50" else " (not a full-budget reproduction).")
                    + (f" A nearest-centroid classifier on the mean-pooled input scores {pct(cen)}." if cen else ""))
         full_b, full_f = row(f"{task}/author", "rsgn_parity", "protocol-e50", "best_epoch"), \
             row(f"{task}/author", "rsgn_parity", "protocol-e50")
-        if full_b and full_f:
+        if full_b and full_f and b[0] != "protocol-e50":
             out.append(f"  - With the paper's full 50 epochs ({full_b['n']} seed{'s' if full_b['n'] > 1 else ''}): "
                        f"author's number {pct(full_b)}, final model {pct(full_f)} (paper {paper} %).")
         others = []
