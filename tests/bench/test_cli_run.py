@@ -91,6 +91,8 @@ def test_merge_equals_a_joint_run(capsys, tmp_path):
     (lambda d, good: [str(d / "missing.json")], "no such file"),
     (lambda d, good: [(d / "bad.json").write_text("{") and str(d / "bad.json")], "not JSON"),
     (lambda d, good: [(d / "nr.json").write_text("{}") and str(d / "nr.json")], "records"),
+    (lambda d, good: [(d / "bad_rec.json").write_text('{"records": [{"model": "mlp"}]}') and str(d / "bad_rec.json")],
+     "without task"),
 ])
 def test_merge_bad_input_exits_2(make_inputs, needle, capsys, tmp_path):
     assert main(["run", "spatial2d", "--models", "mlp", "--seeds", "0", "--out", str(tmp_path / "r")] + TINY_ARGS) == 0

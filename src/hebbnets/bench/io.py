@@ -76,8 +76,12 @@ def merge_records(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
     merged: list[dict[str, Any]] = []
     for i, records in enumerate(parts):
         for r in records:
-            key = json.dumps([r["task"], r["task_params"], r["model"], r["seed"], r["split"], r["metric"]],
-                             sort_keys=True)
+            try:
+                key = json.dumps([r["task"], r["task_params"], r["model"], r["seed"], r["split"], r["metric"]],
+                                 sort_keys=True)
+            except (KeyError, TypeError):
+                raise ValueError(f"inputs: part {i} holds a record without task, task_params, model, seed, "
+                                 f"split and metric (not written by `hebbnets run`?)") from None
             if key in seen and seen[key] != i:
                 raise ValueError(f"inputs: parts {seen[key]} and {i} both hold {r['model']} seed {r['seed']} "
                                  f"split {r['split']} ({r['metric']}) of task {r['task']}")
