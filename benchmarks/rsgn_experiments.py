@@ -68,6 +68,9 @@ def record(task, name, seed, tag, curve=False, **cfg):
             aff = m.affinity.detach()
             rec["affinity_abs_max"] = float(aff.abs().max())
             rec["affinity_std"] = float(aff.std())
+            alive = aff[m.alive]  # the sign says whether the reward-modulated rule depressed an edge
+            rec["affinity_min"] = float(alive.min()) if alive.numel() else None
+            rec["affinity_negative_fraction"] = float((alive < 0).float().mean()) if alive.numel() else None
     print(json.dumps(rec), flush=True)
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "a") as f:

@@ -31,21 +31,34 @@ SHORT = {"rsgn_hierarchical": "hierarchical", "rsgn_longrange": "long-range", "r
 
 
 def structural_line(runs):
-    """Pruning / sprouting counts over the sparse runs, and how far the affinities moved."""
-    pruned = sum(r.get("pruned_total") or 0 for r in runs)
-    sprouted = sum(r.get("sprouted_total") or 0 for r in runs)
-    moved = [r["affinity_abs_max"] for r in runs if "affinity_abs_max" in r]
-    line = (f"- Structural plasticity, summed over those {len(runs)} runs: {pruned:,} edges pruned, "
-            f"{sprouted:,} sprouted (default prune threshold sigmoid(a) < 0.05, i.e. affinity a < -2.9; "
-            f"affinities start at 0).")
+    """Pruning / sprouting counts over the sparse runs, how far the affinities moved, and the
+    runs with the prune threshold raised to 0.5 (every edge the Hebbian rule depressed, a < 0)."""
+    default = [r for r in runs if "prune_threshold" not in r.get("config", {})]
+    raised = [r for r in runs if r.get("config", {}).get("prune_threshold") == 0.5]
+    pruned = sum(r.get("pruned_total") or 0 for r in default)
+    sprouted = sum(r.get("sprouted_total") or 0 for r in default)
+    moved = [r["affinity_abs_max"] for r in default if "affinity_abs_max" in r]
+    line = (f"- Structural plasticity, summed over the {len(default)} runs at the default prune threshold "
+            f"(sigmoid(a) < 0.05, i.e. affinity a < -2.9; affinities start at 0): {pruned:,} edges pruned, "
+            f"{sprouted:,} sprouted.")
     if moved:
         line += (f" Largest |a| at the end of training: median {statistics.median(moved):.3f} over the "
                  f"{len(moved)} runs that recorded it.")
+    rewards = [r["reward_mean"] for r in default if r.get("reward_mean") is not None]
     if not pruned and not sprouted:
-        line += (" **Pruning and sprouting never fired**: the reward-modulated Hebbian steps are too small "
-                 "to move any affinity to the pruning threshold at these budgets, so the structural rules "
-                 "change nothing in these runs. Runs before the sprout fix (sprouted edges used to be dropped by the kNN rebuild "
-                 "that ends each structure step) would have lost any sprout anyway.")
+        line += " **Pruning and sprouting never fired at the default threshold.**"
+        if rewards:
+            line += (f" The reward R = EMA(loss) - loss averages {statistics.mean(rewards):+.2e} per batch "
+                     f"(positive in {sum(v > 0 for v in rewards)} of {len(rewards)} runs): while the loss falls, "
+                     "its running mean lags above it, so the reward-modulated rule mostly strengthens co-active "
+                     "edges and almost never drives an affinity negative, let alone to -2.9.")
+    if raised:
+        per = lambda key: statistics.mean(r.get(key) or 0 for r in raised)  # noqa: E731
+        tags = sorted({r["tag"] for r in raised})
+        line += (f" With the threshold raised to 0.5, which prunes every edge the rule depressed at all "
+                 f"(a < 0; {len(raised)} runs, tags {', '.join(f'`{t}`' for t in tags)}), the rules fire: "
+                 f"{per('pruned_total'):,.0f} edges pruned and {per('sprouted_total'):,.0f} sprouted per run "
+                 "(accuracy in the ablation table).")
     return line
 
 def load_records(path: str) -> list[dict]:
@@ -251,7 +264,9 @@ def main() -> None:
                             ("S = 5", {"rsgn_hierarchical": fam["rsgn_hierarchical"] + "-e{e}",
                                        "rsgn_longrange": fam["rsgn_longrange"] + "-e{e}-steps5"}),
                             ("128 nodes", {t: fam[t] + "-e{e}-nodes128" for t in PAPER}),
-                            ("512 nodes", {t: fam[t] + "-e{e}-nodes512" for t in PAPER})):
+                            ("512 nodes", {t: fam[t] + "-e{e}-nodes512" for t in PAPER}),
+                            ("prune every depressed edge (threshold 0.5, a < 0)",
+                             {t: fam[t] + "-e{e}-prune-neg" for t in PAPER})):
         cells = []
         for task in ("rsgn_hierarchical", "rsgn_longrange"):
             tk = f"{task}/honest"
@@ -270,6 +285,7 @@ def main() -> None:
     # --- active fraction and parity speed ---------------------------------------------------------
     par = [r for r in raw if r["model"] == "rsgn_parity" and r["tag"].startswith("protocol-")]
     sp = [r for r in raw if r["model"] == "rsgn" and r.get("task_split") == "honest"]
+    sp_grad = [r for r in sp if r.get("gradient_update_mean") is not None]
     md += ["## 6. Measured activity", "",
            f"- rsgn_parity (author's model, {len(par)} runs): fraction of nodes with α > 0.01 after the last step "
            f"= {mean_of(par, 'active_fraction'):.3f} on test inputs; edges touched per sample "
@@ -278,7 +294,10 @@ def main() -> None:
            f"= {mean_of(sp, 'active_fraction'):.3f}; edges per sample = {mean_of(sp, 'edges_per_sample_test'):,.0f}.",
            f"- Hebbian update / gradient update on the same tensor (mean norms per batch): rsgn_parity "
            f"{mean_of(par, 'hebbian_update_mean'):.2e} / {mean_of(par, 'gradient_update_mean'):.2e}; sparse rsgn "
-           f"{mean_of(sp, 'hebbian_update_mean'):.2e} / {mean_of(sp, 'gradient_update_mean'):.2e}.",
+           f"{mean_of(sp_grad, 'hebbian_update_mean'):.2e} / {mean_of(sp_grad, 'gradient_update_mean'):.2e} "
+           f"(the sparse model's affinities get no gradient by default, so both figures come from the "
+           f"{len(sp_grad)} run(s) with `slow_grad=True`; Hebbian alone over all {len(sp)} runs: "
+           f"{mean_of(sp, 'hebbian_update_mean'):.2e}).",
            structural_line(sp), ""]
     path = f"{RESULTS}/parity_speed.json"
     if os.path.exists(path):
@@ -377,15 +396,29 @@ def claims(raw, by_group, row, tags) -> list[str]:
             fam = ABLATION_FAMILY[task]
             on, off = row(tk, "rsgn", f"{fam}-e{e}"), row(tk, "rsgn", f"{fam}-e{e}-nohebb")
             if on and off and on["n"] > 1 and off["n"] > 1:
-                diff = 100 * (on["mean"] - off["mean"])
-                noise = 100 * math.sqrt((on["std"] ** 2 + off["std"] ** 2) / 2)
-                out.append(f"- **Hebbian learning improves accuracy** ({SHORT[task]}, honest split, {e} epochs): "
-                           f"on {fmt(on)} vs off {fmt(off)}, difference {diff:+.1f} pp against a seed std of "
-                           f"{noise:.1f} pp: " + ("not distinguishable from noise." if abs(diff) < 2 * noise
-                                                  else "larger than 2 seed std."))
+                out.append(_difference_line("Hebbian learning improves accuracy", SHORT[task], e, on, off))
+                break
+    for task in ("rsgn_longrange", "rsgn_hierarchical"):
+        tk = f"{task}/honest"
+        for e in (10, 5):
+            fam = ABLATION_FAMILY[task]
+            on, base = row(tk, "rsgn", f"{fam}-e{e}-prune-neg"), row(tk, "rsgn", f"{fam}-e{e}")
+            if on and base and on["n"] > 1 and base["n"] > 1:
+                out.append(_difference_line("Structural plasticity (pruning and sprouting) improves accuracy",
+                                            SHORT[task], e, on, base, on_label="firing (threshold 0.5)",
+                                            off_label="not firing (default)"))
                 break
     out.append("")
     return out
+
+
+def _difference_line(claim, task, epochs, on, off, on_label="on", off_label="off") -> str:
+    """One claim line: the difference of two rows against their pooled seed std."""
+    diff = 100 * (on["mean"] - off["mean"])
+    noise = 100 * math.sqrt((on["std"] ** 2 + off["std"] ** 2) / 2)
+    return (f"- **{claim}** ({task}, honest split, {epochs} epochs): {on_label} {fmt(on)} vs {off_label} "
+            f"{fmt(off)}, difference {diff:+.1f} pp against a seed std of {noise:.1f} pp: "
+            + ("not distinguishable from noise." if abs(diff) < 2 * noise else "larger than 2 seed std."))
 
 
 if __name__ == "__main__":

@@ -92,7 +92,10 @@ class RSGNConfig(TrainConfig):
     reward_decay: float = 0.9  # EMA of the loss that the reward is measured against
     affinity_bound: float = 6.0  # |a_e| <= bound keeps the Hebbian dynamics bounded
     structure_every: int = 0  # batches between drift / prune / sprout / kNN rebuild (0: each epoch)
-    prune_threshold: float = 0.05  # sigmoid(a_e) below this -> edge pruned
+    # sigmoid(a_e) below this -> edge pruned. While the loss falls the reward is mostly positive,
+    # so the rule rarely depresses an edge: 0.05 (a < -2.9) never fired in reports/rsgn.md;
+    # 0.5 prunes every edge the rule depressed at all (a < 0).
+    prune_threshold: float = 0.05
     sprout_threshold: float = 0.7  # activity correlation above this -> new edge
     history: int = 100  # batches of mean activity kept for correlations
 
