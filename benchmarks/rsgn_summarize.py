@@ -357,6 +357,16 @@ def claims(raw, by_group, row, tags) -> list[str]:
                               f"paper {PAPER[task].get(m, '—')} %)")
         if others:
             out.append("  - Baselines under the same protocol (author's number): " + "; ".join(others) + ".")
+        full = {m: (row(f"{task}/author", m, "protocol-e50", "best_epoch"), row(f"{task}/author", m, "protocol-e50"))
+                for m in ("rsgn_parity", "transformer", "lstm", "sparse_transformer", "mlp")}
+        full = {m: v for m, v in full.items() if v[0] and v[1]}
+        if len(full) > 1:
+            ranked = sorted(full, key=lambda m: -full[m][1]["mean"])
+            out.append("  - At 50 epochs, ranked by the final model (no selection on the reported set): "
+                       + " > ".join(f"{m} {pct(full[m][1])}" for m in ranked)
+                       + (f"; nearest centroid {pct(cen)}" if cen else "") + ". Selecting the best epoch on the "
+                       "reported set adds " + ", ".join(f"{100 * (full[m][0]['mean'] - full[m][1]['mean']):+.1f} pp ({m})"
+                                                        for m in ranked) + ".")
     par = [r for r in raw if r["model"] == "rsgn_parity" and r["tag"].startswith("protocol-")]
     sp = [r for r in raw if r["model"] == "rsgn" and r.get("task_split") == "honest"]
     if par:
