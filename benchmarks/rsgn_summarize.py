@@ -400,24 +400,19 @@ def claims(raw, by_group, row, tags) -> list[str]:
                            + (": below a parameter-free bag-of-tokens classifier." if base["mean"] < cen["mean"]
                               else ": above the bag-of-tokens baseline."))
                 break
-    for task in ("rsgn_longrange", "rsgn_hierarchical"):
-        tk = f"{task}/honest"
-        for e in (10, 5):
-            fam = ABLATION_FAMILY[task]
-            on, off = row(tk, "rsgn", f"{fam}-e{e}"), row(tk, "rsgn", f"{fam}-e{e}-nohebb")
-            if on and off and on["n"] > 1 and off["n"] > 1:
-                out.append(_difference_line("Hebbian learning improves accuracy", SHORT[task], e, on, off))
-                break
-    for task in ("rsgn_longrange", "rsgn_hierarchical"):
-        tk = f"{task}/honest"
-        for e in (10, 5):
-            fam = ABLATION_FAMILY[task]
-            on, base = row(tk, "rsgn", f"{fam}-e{e}-prune-neg"), row(tk, "rsgn", f"{fam}-e{e}")
-            if on and base and on["n"] > 1 and base["n"] > 1:
-                out.append(_difference_line("Structural plasticity (pruning and sprouting) improves accuracy",
-                                            SHORT[task], e, on, base, on_label="firing (threshold 0.5)",
-                                            off_label="not firing (default)"))
-                break
+    # (claim, suffix of the "on" tag, suffix of the "off" tag, labels) over the ablation family
+    for claim, on_sfx, off_sfx, labels in (
+            ("Hebbian learning improves accuracy", "", "-nohebb", {}),
+            ("Structural plasticity (pruning and sprouting) improves accuracy", "-prune-neg", "",
+             {"on_label": "firing (threshold 0.5)", "off_label": "not firing (default)"})):
+        for task in ("rsgn_longrange", "rsgn_hierarchical"):
+            tk = f"{task}/honest"
+            for e in (10, 5):
+                fam = ABLATION_FAMILY[task]
+                on, off = row(tk, "rsgn", f"{fam}-e{e}{on_sfx}"), row(tk, "rsgn", f"{fam}-e{e}{off_sfx}")
+                if on and off and on["n"] > 1 and off["n"] > 1:
+                    out.append(_difference_line(claim, SHORT[task], e, on, off, **labels))
+                    break
     out.append("")
     return out
 
