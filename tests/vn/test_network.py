@@ -55,7 +55,9 @@ def test_atomic_hebb_is_minus_rho_times_autograd_gradient(layers):
     net = _net(x, y, atoms=atoms, hidden=hidden, lam=0.1, beta=0.3, rho_s=0.3, rho_u=0.2,
                norm_policy="none", max_iter=2000, max_sweeps=400, tol=1e-6)
     inf = net.infer(x, y, x_mask, y_mask)
-    assert inf.converged
+    # near a fixed point of the sweeps (each layer's KKT residual, 0.1 % of lam): the identity
+    # below holds at any codes, but it is the gradient of min_g F only at a minimiser
+    assert all(float(r.max()) < 1e-4 for r in net.optimality_residual(inf))
     params = [p for layer in net.layers for p in (layer.S, layer.U)]
     for p in params:
         p.requires_grad_(True)
@@ -204,18 +206,23 @@ def test_vn_rejects_class_labels():
 
 
 def test_mask_pattern_groups_match_per_sample_gram(monkeypatch):
-    """Samples sharing a mask pattern are solved with one shared Gram matrix; the result must
-    equal the one-Gram-matrix-per-sample path."""
+    """Samples sharing a mask pattern are solved with one shared Gram matrix; both paths must
+    solve the same problem: equal free energy and a near-zero KKT residual, measured by the
+    un-expanded gradient (not by either path's Gram matrix or stopping test). The codes
+    themselves are not compared: with more atoms than observed entries the LASSO is
+    ill-conditioned and two exact solvers agree in objective long before they agree in codes."""
     import hebbnets.vn.network as vn_network
 
     x, y = _data(n=64, seed=9)
     patterns = torch.tensor([[1.0] * 12, [1.0] * 6 + [0.0] * 6, [0.0] * 3 + [1.0] * 9])
-    x_mask = patterns[torch.arange(64) % 3]  # 3 patterns for 64 samples: grouped
+    x_mask = patterns[torch.arange(64) % 3].double()  # 3 patterns for 64 samples: grouped
     y_mask = torch.ones_like(y)
     y_mask[::2, :3] = 0
-    net = _net(x, y, atoms=(20,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-12)
-    grouped = net.infer(x, y, x_mask.double(), y_mask)
+    net = _net(x, y, atoms=(20,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-9)
+    grouped = net.infer(x, y, x_mask, y_mask)
     monkeypatch.setattr(vn_network, "MAX_PATTERN_GROUPS_FRACTION", 0.0)
-    per_sample = net.infer(x, y, x_mask.double(), y_mask)
-    assert grouped.converged and per_sample.converged
-    torch.testing.assert_close(grouped.codes[0], per_sample.codes[0], atol=1e-6, rtol=0)
+    per_sample = net.infer(x, y, x_mask, y_mask)
+    for inf in (grouped, per_sample):
+        # lam = 0.05: a residual of 1e-6 is 0.002 % of it (measured: 1e-8 at tol 1e-9)
+        assert float(net.optimality_residual(inf)[0].max()) < 1e-6
+    torch.testing.assert_close(grouped.total_energy, per_sample.total_energy, rtol=1e-8, atol=0)

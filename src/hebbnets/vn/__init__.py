@@ -1,5 +1,8 @@
 """Vector Networks: rank-1 atom layers, batched FISTA inference, Atomic-Hebb learning."""
-from .fista import FistaResult, fista_gram, ista_reference, keep_topk, largest_eigenvalue, soft_threshold
+from .fista import (
+    FistaResult, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
+    soft_threshold,
+)
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
 
 __all__ = [
@@ -11,6 +14,8 @@ __all__ = [
     "fista_gram",
     "ista_reference",
     "keep_topk",
+    "kkt_violation",
+    "lasso_optimality_residual",
     "largest_eigenvalue",
     "soft_threshold",
 ]

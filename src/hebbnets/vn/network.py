@@ -37,7 +37,7 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
-from .fista import fista_gram, largest_eigenvalue
+from .fista import fista_gram, kkt_violation, largest_eigenvalue
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
 # Group samples by mask pattern (one shared Gram matrix and GEMM per group) while there are at
@@ -416,6 +416,35 @@ class VectorNetwork(Model):
                 ry = ry * y_mask
             F = F + 0.5 * self._betas[-1] * (ry**2).sum(-1)
         return F
+
+    @torch.no_grad()
+    def optimality_residual(self, inference: Inference) -> list[torch.Tensor]:
+        """Per layer, the KKT residual ``(B,)`` of its LASSO with its neighbours held fixed.
+
+        The gradient of ``E_l`` in ``g_l`` is computed from the un-expanded formula
+        (``-c_in S^T (m_x (x_l - S g)) - c_out U^T (m_h (h_l - U g))``), independently of the
+        Gram-matrix path inference took, and passed to ``fista.kkt_violation``. All layers near
+        zero means a fixed point of the up/down sweeps (a block-coordinate minimum of ``F``).
+        With ``topk`` the top layer's problem is not a LASSO and its residual is no certificate.
+        """
+        inf = inference
+        L = len(self.layers)
+        out = []
+        for l, layer in enumerate(self.layers):
+            g = inf.codes[l]
+            c_in, c_out = self._precisions(l)
+            rx = inf.inputs[l] - layer.reconstruct(g)  # (B, n)
+            if l == 0 and inf.x_mask is not None:
+                rx = rx * inf.x_mask
+            d = -c_in * (rx @ layer.S)  # (B, K)
+            h = inf.targets[l]
+            if h is not None:
+                rh = h - layer.message(g)
+                if l == L - 1 and inf.y_mask is not None:
+                    rh = rh * inf.y_mask
+                d = d - c_out * (rh @ layer.U)
+            out.append(kkt_violation(d, g, self._lams[l], self.config.nonneg))
+        return out
 
     def energy(self, inference: Inference) -> torch.Tensor:
         """Free energy ``F`` ``(B,)`` of the current atoms at ``inference``'s codes.
