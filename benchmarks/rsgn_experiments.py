@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 import hebbnets as hn
+from hebbnets.training import EpochEnd
 
 torch.set_num_threads(1)
 OUT = "results/rsgn/records.jsonl"
@@ -35,7 +36,7 @@ def record(task, name, seed, tag, curve=False, **cfg):
     test = task.tests["id"]
     accs = []
     if curve:
-        m.epoch_callbacks = [lambda model, epoch, hist: accs.append(model.score(test))]
+        m.callbacks = [EpochEnd(lambda model, epoch, hist: accs.append(model.score(test)))]
     t0 = time.time()
     m.fit(task.train)
     fit_s = time.time() - t0

@@ -9,9 +9,9 @@ __version__ = "0.1.0"
 
 from ._split import Split
 from ._model import DataSpec, Model
-from . import metrics, models
+from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
 from . import bench
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "metrics", "models", "rsgn", "tasks", "vn", "__version__"]
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]

@@ -1,5 +1,5 @@
-"""Baselines trained by backprop, all through the one loop in ``_trainer``."""
-from ._trainer import BackpropModel, TrainConfig, carve_validation, supervised_loss, train_backprop
+"""Baselines trained by backprop, all through the one loop in ``hebbnets.training``."""
+from ..training import BackpropModel, TrainConfig, carve_validation, supervised_loss, train_backprop
 from .mlp import MLP, MLPConfig
 from . import cnn, factorized, mamba, transformer, vae  # noqa: F401  (register "cnn", "factorized", "mamba", "transformer", "vae")
 from . import autoencoders, gnn  # noqa: F401  (register "ae", "conv_ae", "gnn")

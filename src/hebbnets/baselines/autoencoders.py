@@ -24,7 +24,7 @@ from torch import nn
 from .._model import DataSpec
 from .._validation import check_int
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 from .cnn import ConvDecoder, ConvEncoder, vector_input
 
 OUTPUTS = ("linear", "sigmoid")

@@ -19,7 +19,7 @@ from torch import nn
 from .._model import DataSpec
 from .._validation import check_int_fields
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 
 
 def _image_target(spec: DataSpec, model: str) -> tuple[int, int]:

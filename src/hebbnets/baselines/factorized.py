@@ -21,7 +21,7 @@ from torch import nn
 
 from .._model import DataSpec
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 from .cnn import _image_target, is_image_input
 
 INPUTS = ("auto", "halves", "marginals")

@@ -26,7 +26,7 @@ from torch import nn
 from .._model import DataSpec
 from .._validation import check_int_fields
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 
 
 def _mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:

@@ -17,7 +17,7 @@ from torch import nn
 from .._model import DataSpec
 from .._validation import check_int_fields
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 from .transformer import READOUTS, SequenceHead, SequenceLayout, embed_tokens
 
 

@@ -8,7 +8,7 @@ from torch import nn
 
 from .._model import DataSpec
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 
 _ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "tanh": nn.Tanh}
 

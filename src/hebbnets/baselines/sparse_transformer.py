@@ -20,7 +20,7 @@ from torch import nn
 
 from .._model import DataSpec
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 from .transformer import SequenceHead, SequenceLayout, embed_tokens
 
 

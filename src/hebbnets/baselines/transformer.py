@@ -23,7 +23,7 @@ from torch import nn
 from .._model import DataSpec
 from .._validation import check_int_fields
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 
 READOUTS = ("auto", "token", "pool")
 POSITIONS = ("sinusoidal", "learned", "none")

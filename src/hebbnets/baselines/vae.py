@@ -22,7 +22,7 @@ from .._model import DataSpec
 from .._split import Split
 from .._validation import check_int_fields, check_positive
 from ..models import register
-from ._trainer import BackpropModel, TrainConfig
+from ..training import BackpropModel, TrainConfig
 from .cnn import ConvDecoder, vector_input
 
 

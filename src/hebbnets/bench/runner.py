@@ -10,7 +10,7 @@ plus one record per entry of ``task.extra_metrics`` (same fields, ``metric`` = i
 
 The runner only orchestrates: models come from ``hn.models.make(name, task=task, seed=seed,
 **overrides)`` (so they start from ``task.model_configs[name]``), and train through their own
-``fit`` (for backprop baselines: the one loop in ``baselines/_trainer.py``).
+``fit`` (for backprop models: the one loop in ``hebbnets.training``).
 """
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 
 from .. import models as _models
-from ..baselines._trainer import carve_validation
+from ..training import carve_validation
 from ..metrics import HIGHER_IS_BETTER, get_metric
 from ..tasks import Task
 from .runner import jsonable

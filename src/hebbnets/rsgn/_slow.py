@@ -12,7 +12,7 @@ import math
 import torch
 
 from .._split import Split
-from ..baselines._trainer import BackpropModel, supervised_loss, train_backprop, validation_size
+from ..training import BackpropModel, supervised_loss, train_backprop, validation_size
 
 
 class SlowRuleModel(BackpropModel):

@@ -50,7 +50,7 @@ from torch import nn
 
 from .._model import DataSpec
 from .._validation import check_int_fields, check_positive
-from ..baselines._trainer import TrainConfig
+from ..training import TrainConfig
 from ._slow import SlowRuleModel
 from ..models import register
 from . import geometry as G

@@ -1,5 +1,5 @@
-"""The shared trainer's protocol options: optimizer, cosine schedule, gradient clipping, which
-weights are restored, and epoch callbacks."""
+"""The one training loop: protocol options (optimizer, cosine schedule, gradient clipping, which
+weights are restored) and callbacks."""
 import copy
 import math
 
@@ -9,7 +9,7 @@ from torch.optim.optimizer import register_optimizer_step_pre_hook
 
 import hebbnets as hn
 from hebbnets.baselines import TrainConfig
-from hebbnets.baselines._trainer import epoch_lr, make_optimizer
+from hebbnets.training import Callback, EpochEnd, epoch_lr, make_optimizer, train_backprop
 
 
 def _data(n=96, d=6, classes=3, seed=0):
@@ -100,7 +100,7 @@ def _fit_with_snapshots(**cfg):
         accs.append(history["val_accuracy"][-1])
 
     m = _mlp(**cfg)
-    m.epoch_callbacks = [snapshot]
+    m.callbacks = [EpochEnd(snapshot)]
     m.fit(_data(n=60, seed=3))
     return m, states, accs
 
@@ -122,3 +122,60 @@ def test_best_val_accuracy_needs_classification():
     m = hn.models.make("mlp", hidden=(4,), epochs=1, restore="best_val_accuracy", progress=False)
     with pytest.raises(ValueError, match="restore"):
         m.fit(hn.Split(torch.randn(20, 3), torch.randn(20, 2)))
+
+
+class _Recorder(Callback):
+    def __init__(self):
+        self.events = []
+
+    def on_fit_start(self, model, train, val):
+        self.events.append(("start", len(train), len(val)))
+
+    def on_step_end(self, model, step, batch, loss):
+        assert model.training and loss.grad_fn is None
+        self.events.append(("step", step, len(batch), float(loss)))
+
+    def on_epoch_end(self, model, epoch, history):
+        assert not model.training
+        self.events.append(("epoch", epoch, len(history["train"])))
+
+    def on_fit_end(self, model):
+        self.events.append(("end",))
+
+
+def test_callbacks_run_in_order_after_each_optimiser_step():
+    m, rec = _mlp(epochs=2, batch_size=16, val_fraction=0.25), _Recorder()
+    weights = []
+
+    class AfterStep(Callback):  # sees the weights the step just wrote
+        def on_step_end(self, model, step, batch, loss):
+            weights.append(model.net[0].weight.detach().clone())
+
+    m.callbacks = [AfterStep()]
+    history = train_backprop_after_build(m, _data(n=64), [rec])
+    kinds = [e[0] for e in rec.events]
+    assert kinds[0] == "start" and kinds[-1] == "end"
+    assert rec.events[0][1:] == (48, 16)
+    # 48 training samples, batches of 16: 3 steps per epoch, steps counted over the fit
+    assert [e[1] for e in rec.events if e[0] == "step"] == list(range(6))
+    assert kinds == ["start", "step", "step", "step", "epoch", "step", "step", "step", "epoch", "end"]
+    assert [e[1] for e in rec.events if e[0] == "epoch"] == [0, 1]
+    assert history["train"][0] == pytest.approx(sum(e[3] * e[2] for e in rec.events[1:4]) / 48)
+    assert len(weights) == 6 and not torch.equal(weights[0], weights[1])
+
+
+def train_backprop_after_build(model, split, callbacks):
+    from hebbnets._model import DataSpec
+
+    model.spec = DataSpec.from_split(split)
+    model._build(model.spec)
+    return train_backprop(model, split, callbacks=callbacks)
+
+
+def test_callbacks_must_be_callback_objects():
+    m = _mlp(epochs=1)
+    m.callbacks = [lambda *a: None]
+    with pytest.raises(ValueError, match="^callbacks:"):
+        m.fit(_data())
+    with pytest.raises(ValueError, match="^fn:"):
+        EpochEnd(3)

@@ -1,30 +1,43 @@
-"""The one backprop training loop every baseline uses.
+"""The one training loop for everything trained by gradients, with callbacks.
 
 Adam on a validation-carved training split, early stopping on validation loss (the best
-weights are restored), a tqdm progress bar. Baselines differ only in their network and in
-``BackpropModel._forward``; no benchmark has its own copy of this loop.
+weights are restored), a tqdm progress bar. Models differ only in their network, in
+``BackpropModel._forward`` and (optionally) ``_loss``; no benchmark has its own copy of this loop.
 
 Protocol options (defaults keep the behaviour above): ``optimizer="adamw"`` (decoupled weight
 decay), ``schedule="cosine"`` (``CosineAnnealingLR(T_max=epochs)`` stepped once per epoch),
 ``grad_clip`` (global gradient-norm bound), and ``restore`` = which weights the fit ends with:
 the best validation loss (default, with early stopping), the best validation accuracy over the
-epochs, or the last epoch's. Benchmarks observe training through ``model.epoch_callbacks``:
-functions ``cb(model, epoch, history)`` called after every epoch, in eval mode; they must not
-change the model (they only record, e.g. accuracy on a held-out set for a learning curve).
+epochs, or the last epoch's.
+
+Callbacks (``Callback`` subclasses) observe or extend training at fixed points::
+
+    on_fit_start(model, train, val)               before the first epoch
+    on_step_end(model, step, batch, loss)         after each optimiser step (train mode)
+    on_epoch_end(model, epoch, history)           after validation, in eval mode
+    on_fit_end(model)                             after the selected weights are restored
+
+A model contributes its own (e.g. RSGN's slow local rules run ``on_step_end``: they change
+the model between optimiser steps, never inside ``forward``) through
+``BackpropModel.training_callbacks()``; a user adds observers with ``model.callbacks = [...]``
+or ``train_backprop(model, split, callbacks=[...])``. Observers must not change the model.
+Everything a callback changes in ``on_step_end`` is part of the state that validation scores
+and that early stopping saves and restores, so the model that is scored is the one selected.
 """
 from __future__ import annotations
 
 import copy
 import math
 from dataclasses import dataclass
+from typing import Any, Iterable
 
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .._model import DataSpec, Model
-from .._split import Split
-from .._validation import check_int_fields, check_positive
+from ._model import DataSpec, Model
+from ._split import Split
+from ._validation import check_int_fields, check_positive
 
 OPTIMIZERS = ("adam", "adamw")
 SCHEDULES = ("constant", "cosine")
@@ -92,6 +105,35 @@ def supervised_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Te
     return (err * weight).sum() / weight.sum().clamp_min(1)
 
 
+class Callback:
+    """Hooks of ``train_backprop`` (module docstring); every default does nothing."""
+
+    def on_fit_start(self, model: "BackpropModel", train: Split, val: Split | None) -> None:
+        """Before the first epoch; ``train``/``val`` are the carved parts of the split."""
+
+    def on_step_end(self, model: "BackpropModel", step: int, batch: Split, loss: torch.Tensor) -> None:
+        """After optimiser step ``step`` (0-based, counted over the fit) on ``batch``; ``loss``
+        is the batch's detached training loss."""
+
+    def on_epoch_end(self, model: "BackpropModel", epoch: int, history: dict[str, list[float]]) -> None:
+        """After epoch ``epoch`` (0-based) and its validation; the model is in eval mode."""
+
+    def on_fit_end(self, model: "BackpropModel") -> None:
+        """After the selected weights are restored."""
+
+
+class EpochEnd(Callback):
+    """A plain function ``fn(model, epoch, history)`` as an ``on_epoch_end`` observer."""
+
+    def __init__(self, fn: Any):
+        if not callable(fn):
+            raise ValueError(f"fn: expected a callable, got {type(fn).__name__}")
+        self.fn = fn
+
+    def on_epoch_end(self, model, epoch, history):
+        self.fn(model, epoch, history)
+
+
 class BackpropModel(Model):
     """A model trained end-to-end by backprop with ``train_backprop``.
 
@@ -101,6 +143,10 @@ class BackpropModel(Model):
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
+
+    def training_callbacks(self) -> list[Callback]:
+        """The model's own callbacks, run before the user's (default: none)."""
+        return []
 
     def _loss(self, batch: Split) -> torch.Tensor:
         """Training objective on one batch (default: the supervised loss of ``_forward``).
@@ -136,24 +182,40 @@ def epoch_lr(cfg: TrainConfig, epoch: int) -> float:
     return cfg.lr * 0.5 * (1.0 + math.cos(math.pi * epoch / cfg.epochs))
 
 
-def train_backprop(model: BackpropModel, split: Split) -> dict[str, list[float]]:
+def _check_callbacks(callbacks: Iterable[Any]) -> list[Callback]:
+    out = list(callbacks)
+    for cb in out:
+        if not isinstance(cb, Callback):
+            raise ValueError(f"callbacks: expected hebbnets.training.Callback instances (wrap a function with "
+                             f"EpochEnd), got {type(cb).__name__}")
+    return out
+
+
+def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callback] = ()) -> dict[str, list[float]]:
     """Train ``model`` on ``split`` (see the module docstring); returns the history: per epoch the
     mean training loss, the learning rate, the largest pre-clipping gradient norm, and with a
-    validation set its loss (and accuracy for classification). Also kept as ``model.train_history``."""
+    validation set its loss (and accuracy for classification). Also kept as ``model.train_history``.
+
+    Callbacks run in this order: ``model.training_callbacks()``, ``model.callbacks`` (if set),
+    then ``callbacks``.
+    """
     cfg: TrainConfig = model.config
     spec = model.spec
     if cfg.restore == "best_val_accuracy" and not spec.is_classification:
         raise ValueError("restore: 'best_val_accuracy' needs a classification task (integer targets)")
+    hooks = _check_callbacks([*model.training_callbacks(), *getattr(model, "callbacks", ()), *callbacks])
     gen = torch.Generator().manual_seed(model.seed)
     tr_idx, va_idx = carve_validation(len(split), cfg.val_fraction, gen)
     train, val = split.subset(tr_idx), (split.subset(va_idx) if len(va_idx) else None)
     opt = make_optimizer(model.parameters(), cfg)
-    callbacks = list(getattr(model, "epoch_callbacks", ()))
     best, best_state, stale = math.inf, None, 0
     history: dict[str, list[float]] = {"train": [], "val": [], "lr": [], "grad_norm": []}
     if spec.is_classification:
         history["val_accuracy"] = []
     model.train_history = history
+    for cb in hooks:
+        cb.on_fit_start(model, train, val)
+    step = 0
     bar = tqdm(range(cfg.epochs), desc=f"{model.name} fit", disable=not cfg.progress or None, leave=False)
     for epoch in bar:
         lr = epoch_lr(cfg, epoch)
@@ -171,7 +233,11 @@ def train_backprop(model: BackpropModel, split: Split) -> dict[str, list[float]]
                 norm = torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
                 max_norm = max(max_norm, float(norm))
             opt.step()
-            total += float(loss.detach()) * len(batch)
+            loss = loss.detach()
+            for cb in hooks:
+                cb.on_step_end(model, step, batch, loss)
+            step += 1
+            total += float(loss) * len(batch)
         history["train"].append(total / len(train))
         history["lr"].append(lr)
         history["grad_norm"].append(max_norm if cfg.grad_clip > 0 else math.nan)
@@ -194,11 +260,13 @@ def train_backprop(model: BackpropModel, split: Split) -> dict[str, list[float]]
                 else:
                     stale += 1
                     stop = stale >= cfg.patience
-        for cb in callbacks:
-            cb(model, epoch, history)
+        for cb in hooks:
+            cb.on_epoch_end(model, epoch, history)
         if stop:
             break
     if best_state is not None:
         model.load_state_dict(best_state)
     model.eval()
+    for cb in hooks:
+        cb.on_fit_end(model)
     return history
