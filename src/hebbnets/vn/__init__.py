@@ -1,6 +1,6 @@
 """Vector Networks: rank-1 atom layers, batched FISTA inference, Atomic-Hebb learning."""
 from .fista import (
-    FistaResult, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
+    FistaResult, fista, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
     soft_threshold,
 )
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
@@ -11,6 +11,7 @@ __all__ = [
     "Inference",
     "VNConfig",
     "VectorNetwork",
+    "fista",
     "fista_gram",
     "ista_reference",
     "keep_topk",

@@ -6,14 +6,17 @@ Every VN layer solves, per sample, the LASSO
 
 with ``G`` the (precision-weighted) Gram matrix of the layer's atoms and ``b`` the
 correlations of the atoms with the clamped neighbours (``vn-reference.md`` section 2).
-``fista_gram`` runs monotone FISTA (Beck and Teboulle 2009, "MFISTA") for a whole batch with
-exactly one ``(B, K) x (K, K)`` product per iteration: ``G y`` for the momentum point is a
-linear combination of products already computed, so it costs no extra matmul.
+``fista`` runs monotone FISTA (Beck and Teboulle 2009, "MFISTA") for a whole batch with the
+Hessian given as an operator applied once per iteration (``H y`` for the momentum point is a
+linear combination of products already computed); ``fista_gram`` is it with a Gram matrix, one
+``(B, K) x (K, K)`` GEMM per iteration. ``lasso_optimality_residual`` certifies a solution
+independently of the solver.
 """
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 
@@ -58,11 +61,11 @@ def largest_eigenvalue(G: torch.Tensor, n_iter: int = 100) -> torch.Tensor:
 
 @dataclass
 class FistaResult:
-    """Output of ``fista_gram``.
+    """Output of ``fista`` / ``fista_gram``.
 
     Attributes:
-        codes: ``(B, K)`` solution.
-        objective: ``(B,)`` value of ``1/2 g^T G g - b^T g + lam ||g||_1`` at ``codes``.
+        codes: ``(B, ...)`` solution, shaped like ``b``.
+        objective: ``(B,)`` value of ``1/2 <g, H g> - <b, g> + lam ||g||_1`` at ``codes``.
         iterations: iterations run.
         converged: every row's prox-gradient residual fell below ``tol``.
         history: ``(iterations + 1, B)`` objective after each iteration (if requested).
@@ -75,13 +78,29 @@ class FistaResult:
     history: torch.Tensor | None = None
 
 
+def _rowsum(t: torch.Tensor) -> torch.Tensor:
+    """Sum over every dim but the first: ``(B, ...) -> (B,)``."""
+    return t.reshape(t.shape[0], -1).sum(-1)
+
+
 def lasso_gram_objective(g: torch.Tensor, Gg: torch.Tensor, b: torch.Tensor, lam: float) -> torch.Tensor:
-    """``1/2 g^T G g - b^T g + lam ||g||_1`` per row, given the product ``Gg = G g``. ``(B,)``"""
-    return (0.5 * Gg - b).mul(g).sum(-1) + lam * g.abs().sum(-1)
+    """``1/2 <g, H g> - <b, g> + lam ||g||_1`` per row, given the product ``Gg = H g``. ``(B,)``
+
+    ``g``, ``Gg`` and ``b`` are ``(B, ...)`` of one shape (vectors ``(B, K)`` or matrices
+    ``(B, Ku, Ks)``)."""
+    return _rowsum((0.5 * Gg - b).mul(g)) + lam * _rowsum(g.abs())
+
+
+def keep_topk_rows(g: torch.Tensor, k: int) -> torch.Tensor:
+    """``keep_topk`` on ``(B, ...)`` codes, counting all entries of a sample together."""
+    if g.ndim == 2:
+        return keep_topk(g, k)
+    return keep_topk(g.reshape(g.shape[0], -1), k).reshape(g.shape)
 
 
 def lasso_optimality_residual(
-    G: torch.Tensor, b: torch.Tensor, g: torch.Tensor, lam: float, nonneg: bool = False
+    G: torch.Tensor | Callable[[torch.Tensor], torch.Tensor], b: torch.Tensor, g: torch.Tensor, lam: float,
+    nonneg: bool = False,
 ) -> torch.Tensor:
     """Largest violation of the LASSO's optimality (KKT) conditions, per row. ``(B,)``
 
@@ -97,10 +116,14 @@ def lasso_optimality_residual(
     Under a top-k constraint the problem is not a LASSO and this is no certificate.
 
     Args:
-        G: ``(K, K)`` or ``(B, K, K)`` Gram matrix; b: ``(B, K)``; g: ``(B, K)`` codes.
+        G: ``(K, K)`` or ``(B, K, K)`` Gram matrix, or the operator ``v -> H v`` that ``fista``
+            takes (then ``b`` and ``g`` may be ``(B, ...)``, e.g. matrix codes).
+        b: ``(B, K)``; g: ``(B, K)`` codes.
         lam: l1 weight; nonneg: the ``g >= 0`` constraint.
     """
-    if G.ndim == 2:
+    if callable(G):
+        d = G(g) - b
+    elif G.ndim == 2:
         d = g @ G - b  # (B, K)
     else:
         d = torch.bmm(G, g.unsqueeze(-1)).squeeze(-1) - b
@@ -108,14 +131,122 @@ def lasso_optimality_residual(
 
 
 def kkt_violation(d: torch.Tensor, g: torch.Tensor, lam: float, nonneg: bool = False) -> torch.Tensor:
-    """``lasso_optimality_residual`` from the smooth part's gradient ``d`` ``(B, K)`` at ``g``."""
+    """``lasso_optimality_residual`` from the smooth part's gradient ``d`` at ``g`` (both
+    ``(B, ...)``); returns ``(B,)``."""
     active = g != 0
     if nonneg:
         inactive_violation = (-(d + lam)).clamp_min(0.0)
     else:
         inactive_violation = (d.abs() - lam).clamp_min(0.0)
     viol = torch.where(active, (d + lam * torch.sign(g)).abs(), inactive_violation)
-    return viol.amax(dim=-1)
+    return viol.reshape(viol.shape[0], -1).amax(dim=-1)
+
+
+def fista(
+    hessian: Callable[[torch.Tensor], torch.Tensor],
+    b: torch.Tensor,
+    lam: float,
+    lip: torch.Tensor | float,
+    g0: torch.Tensor | None = None,
+    max_iter: int = 100,
+    tol: float = 1e-5,
+    nonneg: bool = False,
+    topk: int = 0,
+    record_history: bool = False,
+    monotone: bool = True,
+) -> FistaResult:
+    """Solve ``min_g 1/2 <g, H g> - <b, g> + lam ||g||_1`` for every sample at once, with ``H``
+    given only as a linear operator (the one loop behind every VN inference).
+
+    Args:
+        hessian: ``v -> H v`` for ``(B, ...)`` tensors shaped like ``b``; ``H`` symmetric
+            positive semi-definite per sample (a shared Gram matrix, one per sample, or a
+            factorised form such as ``U^T U G S^T S`` that is never formed as a matrix).
+        b: ``(B, ...)`` linear term (``(B, K)`` vectors or ``(B, Ku, Ks)`` matrix codes).
+        lam: l1 weight (>= 0).
+        lip: Lipschitz constant of the smooth part (largest eigenvalue of ``H``): scalar or
+            ``(B,)``.
+        g0: warm start shaped like ``b`` (zeros when ``None``).
+        max_iter: iteration budget.
+        tol: stop when every row's ``||p - y|| / max(||p||, 1e-12)`` (prox-gradient residual) is
+            below ``tol``. Use a tolerance the dtype can reach (not below ~1e-10 in float64,
+            ~1e-6 in float32); to certify a solution use ``lasso_optimality_residual``.
+        nonneg: constrain ``g >= 0``.
+        topk: keep only the ``k`` largest entries of each sample after every prox step (0 =
+            off). The problem is then non-convex; the monotone step still never increases the
+            objective.
+        record_history: also return the objective after every iteration.
+        monotone: accept a step only if it does not increase the objective (MFISTA, Beck and
+            Teboulle 2009). With ``False`` this is plain FISTA: fewer element-wise passes per
+            iteration, but the objective may rise temporarily (never use it with ``topk``).
+
+    The monotone variant accepts a proximal point only if it does not increase the objective,
+    so the objective is non-increasing by construction, while the momentum still uses the
+    proximal point (this keeps FISTA's O(1/k^2) rate). ``H y`` for the momentum point is a
+    linear combination of products already computed, so each iteration applies ``H`` once.
+    """
+    if b.ndim < 2 or b.shape[0] == 0 or b.numel() == 0:
+        raise ValueError(f"b: expected a non-empty (B, ...) tensor, got shape {tuple(b.shape)}")
+    if not (lam >= 0 and math.isfinite(lam)):
+        raise ValueError(f"lam: expected a finite number >= 0, got {lam!r}")
+    if not bool(torch.isfinite(b).all()):
+        raise ValueError("b: must be finite (NaN or Inf found)")
+    if g0 is not None and tuple(g0.shape) != tuple(b.shape):
+        raise ValueError(f"g0: expected shape {tuple(b.shape)} (like b), got {tuple(g0.shape)}")
+    if topk and not monotone:
+        raise ValueError("monotone: top-k is non-convex; only the monotone variant is safe with topk > 0")
+    B = b.shape[0]
+    bshape = (-1,) + (1,) * (b.ndim - 1)  # broadcast a (B,) or scalar quantity over a sample
+    lip_t = torch.as_tensor(lip, dtype=b.dtype, device=b.device)
+    # 1% margin: the power-iteration estimate approaches the eigenvalue from below
+    step = (1.0 / (1.01 * lip_t.clamp_min(torch.finfo(b.dtype).tiny))).reshape(bshape)  # (B or 1, 1...)
+    thresh = lam * step
+    step_b = step * b  # hoisted out of the loop
+
+    x_prev = torch.zeros_like(b) if g0 is None else g0.clone()
+    Gx_prev = hessian(x_prev)
+    f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
+    y, Gy, t = x_prev, Gx_prev, 1.0
+    history = [f_prev] if record_history else None
+    converged, it = False, 0
+    for it in range(1, max_iter + 1):
+        p = soft_threshold(torch.addcmul(y + step_b, step, Gy, value=-1.0), thresh, nonneg)
+        if topk:
+            p = keep_topk_rows(p, topk)
+        Gp = hessian(p)  # the iteration's only operator application
+        if monotone:
+            f_p = lasso_gram_objective(p, Gp, b, lam)  # (B,)
+            accept = (f_p <= f_prev).reshape(bshape)
+            x = torch.where(accept, p, x_prev)
+            Gx = torch.where(accept, Gp, Gx_prev)
+            f = torch.minimum(f_p, f_prev)
+        else:
+            x, Gx = p, Gp
+            f = lasso_gram_objective(p, Gp, b, lam) if history is not None else f_prev
+        t_next = 0.5 * (1.0 + (1.0 + 4.0 * t * t) ** 0.5)
+        a, c = t / t_next, (t - 1.0) / t_next
+        d = (p - y).reshape(B, -1)
+        residual = d.norm(dim=-1) / p.reshape(B, -1).norm(dim=-1).clamp_min(1e-12)  # (B,)
+        y = x + a * (p - x) + c * (x - x_prev)
+        Gy = Gx + a * (Gp - Gx) + c * (Gx - Gx_prev)
+        x_prev, Gx_prev, f_prev, t = x, Gx, f, t_next
+        if history is not None:
+            history.append(f)
+        if bool((residual < tol).all()):
+            converged = True
+            break
+    if topk and g0 is not None:  # the output may still be the warm start: enforce the constraint
+        x_prev = keep_topk_rows(x_prev, topk)
+        Gx_prev = hessian(x_prev)
+    if not monotone or (topk and g0 is not None):
+        f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
+    return FistaResult(
+        codes=x_prev,
+        objective=f_prev,
+        iterations=it,
+        converged=converged,
+        history=torch.stack(history) if history is not None else None,
+    )
 
 
 def fista_gram(
@@ -133,95 +264,32 @@ def fista_gram(
 ) -> FistaResult:
     """Solve ``min_g 1/2 g^T G g - b^T g + lam ||g||_1`` for every row of ``b`` at once.
 
+    ``fista`` with the Hessian given as a Gram matrix: one ``(B, K) x (K, K)`` GEMM per
+    iteration for a shared ``G``, a batched matrix-vector product for per-sample ones.
+
     Args:
         G: ``(K, K)`` shared Gram matrix, or ``(B, K, K)`` per sample (per-sample masks).
         b: ``(B, K)`` linear term.
         lam: l1 weight (>= 0).
         lip: Lipschitz constant of the smooth part (largest eigenvalue of G): scalar or ``(B,)``;
             computed by power iteration when ``None``.
-        g0: ``(B, K)`` warm start (zeros when ``None``).
-        max_iter: iteration budget.
-        tol: stop when every row's ``||p - y|| / max(||p||, 1e-12)`` (prox-gradient residual) is
-            below ``tol``.
-        nonneg: constrain ``g >= 0``.
-        topk: keep only the ``k`` largest entries after every prox step (0 = off). The problem
-            is then non-convex; the monotone step still never increases the objective.
-        record_history: also return the objective after every iteration.
-        monotone: accept a step only if it does not increase the objective (MFISTA). With
-            ``False`` this is plain FISTA: fewer element-wise passes per iteration, but the
-            objective may rise temporarily (never use it with ``topk``).
-
-    The monotone variant accepts a proximal point only if it does not increase the objective,
-    so the objective is non-increasing by construction, while the momentum still uses the
-    proximal point (this keeps FISTA's O(1/k^2) rate).
+        g0, max_iter, tol, nonneg, topk, record_history, monotone: as in ``fista``.
     """
     if b.ndim != 2 or b.shape[0] == 0:
         raise ValueError(f"b: expected a non-empty (B, K) tensor, got shape {tuple(b.shape)}")
     K = b.shape[1]
     if not (G.shape == (K, K) or G.shape == (b.shape[0], K, K)):
         raise ValueError(f"G: expected shape ({K}, {K}) or ({b.shape[0]}, {K}, {K}), got {tuple(G.shape)}")
-    if not (lam >= 0 and math.isfinite(lam)):
-        raise ValueError(f"lam: expected a finite number >= 0, got {lam!r}")
     if not (bool(torch.isfinite(b).all()) and bool(torch.isfinite(G).all())):
         raise ValueError("b: G and b must be finite (NaN or Inf found)")
-    if topk and not monotone:
-        raise ValueError("monotone: top-k is non-convex; only the monotone variant is safe with topk > 0")
-    B, K = b.shape
-    shared = G.ndim == 2
-    if shared:
-        matvec = lambda v: v @ G  # noqa: E731  G symmetric: (B,K)(K,K), one GEMM for the batch
+    if G.ndim == 2:
+        hessian = lambda v: v @ G  # noqa: E731  G symmetric: (B,K)(K,K), one GEMM for the batch
     else:
-        matvec = lambda v: torch.bmm(G, v.unsqueeze(-1)).squeeze(-1)  # noqa: E731
+        hessian = lambda v: torch.bmm(G, v.unsqueeze(-1)).squeeze(-1)  # noqa: E731
     if lip is None:
         lip = largest_eigenvalue(G)
-    lip_t = torch.as_tensor(lip, dtype=b.dtype, device=b.device)
-    # 1% margin: the power-iteration estimate approaches the eigenvalue from below
-    step = (1.0 / (1.01 * lip_t.clamp_min(torch.finfo(b.dtype).tiny))).reshape(-1, 1)  # (B or 1, 1)
-    thresh = lam * step
-    step_b = step * b  # (B, K), hoisted out of the loop
-
-    x_prev = torch.zeros_like(b) if g0 is None else g0.clone()
-    Gx_prev = matvec(x_prev)
-    f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
-    y, Gy, t = x_prev, Gx_prev, 1.0
-    history = [f_prev] if record_history else None
-    converged, it = False, 0
-    for it in range(1, max_iter + 1):
-        p = soft_threshold(torch.addcmul(y + step_b, step, Gy, value=-1.0), thresh, nonneg)  # (B, K)
-        if topk:
-            p = keep_topk(p, topk)
-        Gp = matvec(p)  # the iteration's only matrix product
-        if monotone:
-            f_p = lasso_gram_objective(p, Gp, b, lam)  # (B,)
-            accept = (f_p <= f_prev).unsqueeze(-1)  # (B, 1)
-            x = torch.where(accept, p, x_prev)
-            Gx = torch.where(accept, Gp, Gx_prev)
-            f = torch.minimum(f_p, f_prev)
-        else:
-            x, Gx = p, Gp
-            f = lasso_gram_objective(p, Gp, b, lam) if history is not None else f_prev
-        t_next = 0.5 * (1.0 + (1.0 + 4.0 * t * t) ** 0.5)
-        a, c = t / t_next, (t - 1.0) / t_next
-        residual = (p - y).norm(dim=-1) / p.norm(dim=-1).clamp_min(1e-12)  # (B,)
-        y = x + a * (p - x) + c * (x - x_prev)
-        Gy = Gx + a * (Gp - Gx) + c * (Gx - Gx_prev)
-        x_prev, Gx_prev, f_prev, t = x, Gx, f, t_next
-        if history is not None:
-            history.append(f)
-        if bool((residual < tol).all()):
-            converged = True
-            break
-    if topk:  # the accepted iterate may be an older point: enforce the constraint on the output
-        x_prev = keep_topk(x_prev, topk)
-    if not monotone:
-        f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
-    return FistaResult(
-        codes=x_prev,
-        objective=f_prev,
-        iterations=it,
-        converged=converged,
-        history=torch.stack(history) if history is not None else None,
-    )
+    return fista(hessian, b, lam, lip, g0=g0, max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk,
+                 record_history=record_history, monotone=monotone)
 
 
 def ista_reference(
