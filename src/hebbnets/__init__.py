@@ -13,5 +13,6 @@ from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
 from . import bench
+from . import experiments
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "experiments", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]

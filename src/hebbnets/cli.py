@@ -1,6 +1,8 @@
 """The ``hebbnets`` command line: a thin layer over the library.
 
     hebbnets demo                      # VN vs MLP on toy_atoms, 3 seeds, ID/OOD table (~1 min)
+    hebbnets reproduce NAME|all        # an experiment spec: tune, run, report (hebbnets.experiments)
+    hebbnets report NAME|all           # reports/NAME.md rebuilt from records/NAME.jsonl alone
     hebbnets run TASK --models ...     # any registered task and models (see hebbnets.bench)
     hebbnets merge OUT.json IN.json... # one table from runs done in parallel (e.g. one per seed)
 
@@ -30,7 +32,7 @@ def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
 def _demo(args: argparse.Namespace) -> int:
     run_args = argparse.Namespace(
         task="toy_atoms", models="vn,mlp", seeds=args.seeds, scale="quick", out=args.out,
-        sets=[], model_sets=[], quiet=False, no_progress=True,
+        sets=[], model_sets=[], quiet=False, recompute=False,
     )
     return handle_run(run_args)
 
@@ -46,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_parser(sub)
+    from .experiments._cli import add_parsers as add_experiment_parsers
+
+    add_experiment_parsers(sub)
     add_run_parser(sub)
     add_merge_parser(sub)
     args = parser.parse_args(argv)  # argparse itself exits with code 2 on bad syntax

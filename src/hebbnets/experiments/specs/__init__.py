@@ -1,0 +1,3 @@
+"""The project's experiment specs, one module per report; importing this package registers
+them. A new report is a new module here (and one import line below)."""
+from . import toy  # noqa: F401
