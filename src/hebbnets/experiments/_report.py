@@ -11,6 +11,7 @@ the context: the hook for a section no builder covers).
 """
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -71,8 +72,9 @@ class ReportContext:
     """
 
     def __init__(self, spec: Spec, scale: str, entries: Iterable[dict[str, Any]], out: Path,
-                 figures: bool = True, store_path: str = ""):
+                 figures: bool = True, store_path: str = "", configs_dir: Path | None = None):
         self.spec, self.scale, self.out, self.figures, self.store_path = spec, scale, Path(out), figures, store_path
+        self.configs_dir = configs_dir
         self.entries = list(entries)
         self._fits: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         self._summaries: dict[tuple[str, str], dict[str, Any]] = {}
@@ -148,6 +150,15 @@ class ReportContext:
 
     def metrics(self, bench: str) -> list[str]:
         return list(dict.fromkeys(c.metric for c in self.cells(bench)))
+
+    def configs(self, stem: str, follow: bool = True) -> dict[str, Any]:
+        """The configs file ``stem`` this report's runs start from (``OUT/configs/SCALE`` when a
+        tune wrote one there, else the package's); ``follow`` resolves ``same_as``."""
+        from ..tasks import _configs
+
+        if self.configs_dir is not None and _configs.path(stem, self.configs_dir).exists():
+            return _configs.load(stem, self.configs_dir, follow=follow)
+        return _configs.load(stem, follow=follow)
 
     def commits(self) -> list[str]:
         return sorted({str(e.get("commit"))[:7] for e in self.entries if e.get("commit")})
@@ -287,6 +298,73 @@ class Claim(Section):
         return [f"- **{self.statement}**: {word}. {evidence}".rstrip(), ""]
 
 
+def _point_text(config: dict[str, Any], keys: list[str] | None = None) -> str:
+    items = config.items() if keys is None else ((k, config[k]) for k in keys if k in config)
+    return ", ".join(f"{k}={v}" for k, v in items)
+
+
+@dataclass(frozen=True)
+class TuningTable(Section):
+    """The configuration each model of a bench runs with, chosen on validation data, and every
+    validation point behind the choice, from the bench's configs file."""
+
+    bench: str
+    title: str | None = None
+    level: int = 3
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(self.bench)
+        doc = ctx.configs(b.configs)
+        lines = [f"{'#' * self.level} {self.title or f'Configurations of {b.name} (validation only)'}", ""]
+        models = doc.get("models", {})
+        if not models:
+            return lines + [f"No configs file `{b.configs}.json` yet: every model runs with its defaults.", ""]
+        own = ctx.configs(b.configs, follow=False)
+        same = (f" = the choice made for `{own['same_as']}`" + (f" ({own['note']})" if own.get("note") else "")
+                if "same_as" in own else "")
+        lines += [f"From `hebbnets/tasks/configs/{b.configs}.json`{same}; validation metric `{doc.get('metric', '?')}`.", ""]
+        hows = {}
+        for m, d in models.items():
+            how = d.get("source", "") + (f" (configuration set at commit {str(d['commit'])[:7]})" if d.get("commit") else "")
+            hows.setdefault(how, []).append(m)
+        for how, ms in hows.items():
+            lines += [(f"How ({', '.join(ms)}): " if len(hows) > 1 else "How: ") + how, ""]
+        lines += ["| model | points | chosen configuration | validation |", "|---|---|---|---|"]
+        for m, d in models.items():
+            lines.append(f"| {m} | {len(d.get('points', []))} | `{json.dumps(d['config'])}` | {fmt(d.get('value'), 4)} |")
+        lines.append("")
+        rows = [(m, p) for m, d in models.items() for p in d.get("points", [])]
+        if rows:
+            rounds = any("round" in p for _, p in rows)
+            kept_col = any("accepted" in p for _, p in rows)
+            lines += ["| model |" + (" round |" if rounds else "") + " point | validation |" + (" kept |" if kept_col else ""),
+                      "|---|" + ("---|" if rounds else "") + "---|---|" + ("---|" if kept_col else "")]
+            for m, d in models.items():
+                varying = _varying(d.get("points", []))
+                for p in d.get("points", []):
+                    varied = p.get("move", p.get("point"))
+                    if isinstance(varied, dict):
+                        point = _point_text(varied)
+                    elif "accepted" in p:
+                        point = "base"  # the first point of a successive search
+                    else:
+                        point = _point_text(p["config"], varying)
+                    kept = {True: " yes |", False: " no |"}.get(p.get("accepted"), " |") if kept_col else ""
+                    lines.append(f"| {m} |" + (f" {p.get('round', '')} |" if rounds else "")
+                                 + f" `{point}` | {fmt(p['value'], 4)} |" + kept)
+            lines.append("")
+        return lines
+
+
+def _varying(points: list[dict[str, Any]]) -> list[str]:
+    """Config keys whose values differ between ``points`` (all keys for a single point)."""
+    configs = [p["config"] for p in points if isinstance(p.get("config"), dict)]
+    keys = list(dict.fromkeys(k for c in configs for k in c))
+    if len(configs) < 2:
+        return keys
+    return [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+
+
 FIGURES: Registry[Callable[..., Any]] = Registry("figure")
 
 
@@ -348,11 +426,11 @@ def _has_data(ctx: ReportContext, fig: Figure) -> bool:
 
 
 def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str = "quick",
-                 figures: bool = True, records_name: str | None = None) -> Path:
+                 figures: bool = True, records_name: str | None = None, configs_dir: Path | None = None) -> Path:
     """Render ``spec`` from ``store`` into ``out/NAME.md`` (``NAME_<scale>.md`` off the quick
     scale) plus its figures; returns the markdown path. Deterministic in the records."""
     out = Path(out)
-    ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name)
+    ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name, configs_dir)
     fits = [e for e in ctx.entries if any(s.get("spec") == spec.name and s.get("scale") == scale
                                           for s in e.get("slots", []))]
     dirty = sum(1 for e in fits if e.get("dirty"))

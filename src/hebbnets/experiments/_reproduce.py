@@ -108,19 +108,19 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
     state: dict[str, dict[str, Any]] = {}
     for m, s in searches.items():
         if isinstance(s, Grid):
-            pending = [{**s.base, **p} for p in s.points()]
+            pending = [(p, {**s.base, **p}) for p in s.points()]
             state[m] = {"search": s, "points": [], "pending": pending, "best": None}
         else:
-            state[m] = {"search": s, "points": [], "pending": [dict(s.base)], "best": None}
+            state[m] = {"search": s, "points": [], "pending": [({}, dict(s.base))], "best": None}
     while any(st["pending"] for st in state.values()):
         jobs, owners = [], []
         for m, st in state.items():
-            for i, cfg in enumerate(st["pending"]):
+            for i, (varied, cfg) in enumerate(st["pending"]):
                 jobs.append(_tune_job(spec, bench, scale, task, m, cfg, len(st["points"]) + i, data_seed, res))
-                owners.append((m, cfg))
+                owners.append((m, varied, cfg))
             st["pending"] = []
         entries = execute(jobs, store, backend=backend, address=address, log=log)
-        for (m, cfg), entry in zip(owners, entries):
+        for (m, varied, cfg), entry in zip(owners, entries):
             st = state[m]
             point = {"config": jsonable(cfg), "value": _value(entry),
                      "num_parameters": entry["stats"].get("num_parameters"),
@@ -135,8 +135,10 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
                     st["best"] = point
                 st["points"].append(point)
                 if len(st["points"]) <= len(s.moves):
-                    st["pending"] = [{**st["best"]["config"], **s.moves[len(st["points"]) - 1]}]
+                    move = dict(s.moves[len(st["points"]) - 1])
+                    st["pending"] = [(move, {**st["best"]["config"], **move})]
             else:
+                point["point"] = jsonable(varied)
                 st["points"].append(point)
                 if st["best"] is None or better(point["value"], st["best"]["value"]):
                     st["best"] = point
@@ -199,7 +201,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
                     threads=threads)
         if "report" in stages:
             path = build_report(spec, store, out / "reports", scale=scale, figures=figures,
-                                records_name=_rel(store.path, out))
+                                records_name=_rel(store.path, out), configs_dir=configs_dir(out, scale))
             written.append(path)
             if log:
                 log(f"wrote {path}")
@@ -244,7 +246,7 @@ def report(name: str, *, scale: str = "quick", out: str | Path = ".", figures: b
         spec = get_spec(n)
         store = store_for(spec, out)
         paths.append(build_report(spec, store, out / "reports", scale=scale, figures=figures,
-                                  records_name=_rel(store.path, out)))
+                                  records_name=_rel(store.path, out), configs_dir=configs_dir(out, scale)))
     return paths
 
 

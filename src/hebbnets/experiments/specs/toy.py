@@ -2,7 +2,7 @@
 split holds pairs of ground-truth atoms never seen together in training."""
 from __future__ import annotations
 
-from .._report import Claim, Figure, ReportContext, ResultsTable, Text, fmt, ood_id_ratio
+from .._report import Claim, Figure, ReportContext, ResultsTable, Text, TuningTable, fmt, ood_id_ratio
 from .._spec import Bench, Grid, Scale, Spec, register_spec
 
 TOY = Bench(
@@ -59,5 +59,6 @@ SPEC = register_spec(Spec(
         Claim("VN generalises to unseen atom pairs (OOD/ID error below 2) where the MLP does not (above 10)",
               _gap_claim),
         Claim("VN's OOD error is lower than the MLP's", _ood_claim),
+        TuningTable("toy_atoms", title="Configurations (chosen on validation data)", level=2),
     ),
 ))
