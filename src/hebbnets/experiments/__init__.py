@@ -20,6 +20,7 @@ from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spe
 from ._spec import (DEFAULT_SCALES, SCALES, Bench, Grid, Measure, Moves, Scale, Spec, Variant, get_spec,
                     register_spec, spec_names, variant)
 from ._store import COSMETIC_CONFIG_KEYS, RecordStore, fit_key, jsonable, measure_key, provenance
+from . import references  # noqa: F401,E402  (registers the reference predictors 'zeros', 'gap_interp')
 from . import specs  # noqa: F401,E402  (registers the project's specs)
 
 __all__ = [

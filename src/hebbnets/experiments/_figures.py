@@ -46,7 +46,7 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(max(5.5, 3.4 * cols), 3.2 * rows + 0.8), squeeze=False)
     labels_all = list(dict.fromkeys(c.label for b, m, _ in panels for c in ctx.cells(b, m)))
-    colors = {lab: plt.cm.tab10(i % 10) for i, lab in enumerate(labels_all)}
+    style = _styles(labels_all, plt)
     for ax, (b, m, s) in zip(axes.flat, panels):
         lo, hi = math.inf, 0.0
         for c_id in ctx.cells(b, m):
@@ -58,8 +58,9 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
             x, y = to_error(c_id.mean, m), to_error(c_ood.mean, m)
             xe = 0.0 if math.isnan(c_id.std) else c_id.std
             ye = 0.0 if math.isnan(c_ood.std) else c_ood.std
-            ax.errorbar([x], [y], xerr=[[min(xe, 0.99 * x)], [xe]], yerr=[[min(ye, 0.99 * y)], [ye]], fmt="o",
-                        color=colors[c_id.label], label=c_id.label, capsize=2, ms=5)
+            color, marker = style[c_id.label]
+            ax.errorbar([x], [y], xerr=[[min(xe, 0.99 * x)], [xe]], yerr=[[min(ye, 0.99 * y)], [ye]], fmt=marker,
+                        color=color, label=c_id.label, capsize=2, ms=8 if marker == "*" else 5)
             lo, hi = min(lo, x, y), max(hi, x, y)
         if hi > 0:
             lo = max(lo, hi * 1e-12)
@@ -73,19 +74,35 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
         ax.tick_params(labelsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    handles = [plt.Line2D([], [], marker="o", ls="", color=colors[lab], label=lab) for lab in labels_all]
+    handles = [plt.Line2D([], [], marker=style[lab][1], ls="", color=style[lab][0], label=lab) for lab in labels_all]
     fig.legend(handles=handles, loc="lower center", ncol=min(8, len(handles)), fontsize=8, frameon=False)
     fig.suptitle("ID vs OOD test error per model\n(mean ± sample std over seeds; dashed: equal error)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.07, 1, 0.93))
+    fig.tight_layout(rect=(0, 0.4 / (3.2 * rows + 0.8), 1, 1 - 0.5 / (3.2 * rows + 0.8)))
     return fig
 
 
-def _plain_log_ticks(ax: Any) -> None:
-    """Log axes with labels at the decades only (minor labels overlap on narrow ranges)."""
-    from matplotlib.ticker import NullFormatter
+def _styles(labels: list[str], plt: Any) -> dict[str, tuple[Any, str]]:
+    """A distinct (colour, marker) per label; ``vn`` is always a black star."""
+    markers = "osD^vPXh"
+    out, i = {}, 0
+    for lab in labels:
+        if lab == "vn":
+            out[lab] = ("black", "*")
+            continue
+        out[lab] = (plt.cm.tab10(i % 10), markers[(i // 10 + i) % len(markers)])
+        i += 1
+    return out
 
-    ax.xaxis.set_minor_formatter(NullFormatter())
-    ax.yaxis.set_minor_formatter(NullFormatter())
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Log axes of a small panel: minor labels only when the axis spans under a decade (they
+    overlap otherwise), in plain short form."""
+    from matplotlib.ticker import LogFormatterSciNotation, NullFormatter
+
+    for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        narrow = lo > 0 and hi / lo < 10
+        axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+                                 if narrow else NullFormatter())
 
 
 def _mean_map(ctx: ReportContext, bench: str, label: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -128,7 +145,9 @@ def error_maps(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
             if len(inside):
                 (x0, y0), (x1, y1) = inside.min(0), inside.max(0)
                 ax.add_patch(plt.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0 + 1, y1 - y0 + 1, fill=False, edgecolor="red", lw=1))
-            ax.set_title(f"{labs[j]} ({b})", fontsize=8)
+            ax.set_title(labs[j], fontsize=9)
+            if j == 0:
+                ax.set_ylabel(b, fontsize=9)
     fig.colorbar(im, ax=axes, shrink=0.8, label="log10 MSE at the centre\n(mean over seeds)")
     fig.suptitle("spatial2d: per-centre error on every split; red square = OOD centres", fontsize=10)
     return fig
@@ -223,7 +242,6 @@ def scaling(ctx: ReportContext, panels: tuple[dict[str, Any], ...]) -> Any:
             ax.plot(xs, ys, "o-", label=f"{name} (slope {loglog_slope(xs, ys):.2f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        _plain_log_ticks(ax)
         ax.set_xlabel(p.get("xlabel", p["x"]), fontsize=8)
         ax.set_ylabel("ms per sample", fontsize=8)
         ax.set_title(p.get("title", p["measure"]), fontsize=9)

@@ -72,9 +72,10 @@ class ReportContext:
     """
 
     def __init__(self, spec: Spec, scale: str, entries: Iterable[dict[str, Any]], out: Path,
-                 figures: bool = True, store_path: str = "", configs_dir: Path | None = None):
+                 figures: bool = True, store_path: str = "", configs_dir: Path | None = None,
+                 records_dir: Path | None = None):
         self.spec, self.scale, self.out, self.figures, self.store_path = spec, scale, Path(out), figures, store_path
-        self.configs_dir = configs_dir
+        self.configs_dir, self.records_dir = configs_dir, records_dir
         self.entries = list(entries)
         self._fits: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
         self._summaries: dict[tuple[str, str], dict[str, Any]] = {}
@@ -150,6 +151,16 @@ class ReportContext:
 
     def metrics(self, bench: str) -> list[str]:
         return list(dict.fromkeys(c.metric for c in self.cells(bench)))
+
+    def other_spec(self, name: str) -> "ReportContext | None":
+        """The context of another spec's records in the same records folder (e.g. the rsgn
+        report quoting the speed spec's scaling measurement); None if it has no records."""
+        from ._spec import get_spec
+
+        if self.records_dir is None or not (self.records_dir / f"{name}.jsonl").exists():
+            return None
+        return ReportContext(get_spec(name), self.scale, RecordStore(self.records_dir / f"{name}.jsonl").entries(),
+                             self.out, False, f"{name}.jsonl", self.configs_dir, self.records_dir)
 
     def configs(self, stem: str, follow: bool = True) -> dict[str, Any]:
         """The configs file ``stem`` this report's runs start from (``OUT/configs/SCALE`` when a
@@ -229,6 +240,7 @@ class ResultsTable(Section):
     Attributes:
         bench: the bench; title: a heading (default: the bench's title or name);
         metrics: which metrics (default all); model: the label compared with the rest;
+        references: labels shown for reference (e.g. a model-free predictor), never "best";
         percent: print accuracy-like values in %; note: a line under the heading.
     """
 
@@ -237,6 +249,7 @@ class ResultsTable(Section):
     metrics: tuple[str, ...] | None = None
     model: str | None = "vn"
     exclude_from_best: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
     percent: bool = False
     ratios: bool = True
     note: str = ""
@@ -271,14 +284,16 @@ class ResultsTable(Section):
                 lines.append("| " + " | ".join([lab, params, seeds, *vals, *rats]) + " |")
             lines.append("")
             if self.model and self.model in labels and len(labels) > 1:
-                for exclude in ((), self.exclude_from_best) if self.exclude_from_best else ((),):
+                refs = tuple(self.references)
+                for exclude in (refs, refs + tuple(self.exclude_from_best)) if self.exclude_from_best else (refs,):
                     parts = []
                     for s in splits:
                         r, best, _ = ratio_to_best(ctx, self.bench, self.model, s, metric, exclude)
                         if best is not None:
                             parts.append(f"{s} **{fmt(r)}** (best {best})")
                     if parts:
-                        without = (" without " + ", ".join(exclude)) if exclude else ""
+                        dropped = [x for x in exclude if x not in refs]
+                        without = (" without " + ", ".join(dropped)) if dropped else ""
                         lines += [f"{self.model} error / best other model's error{without} (< 1: {self.model} better): "
                                   + "; ".join(parts), ""]
         return lines
@@ -430,7 +445,8 @@ def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str 
     """Render ``spec`` from ``store`` into ``out/NAME.md`` (``NAME_<scale>.md`` off the quick
     scale) plus its figures; returns the markdown path. Deterministic in the records."""
     out = Path(out)
-    ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name, configs_dir)
+    ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name, configs_dir,
+                        store.path.parent)
     fits = [e for e in ctx.entries if any(s.get("spec") == spec.name and s.get("scale") == scale
                                           for s in e.get("slots", []))]
     dirty = sum(1 for e in fits if e.get("dirty"))

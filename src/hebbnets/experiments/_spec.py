@@ -27,15 +27,17 @@ from typing import Any, Mapping
 #: minutes), ``quick`` (the committed reports), ``paper`` (the papers' sizes; a cluster's job)
 SCALES = ("smoke", "quick", "paper")
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]*$")
+_LABEL = re.compile(r"^[A-Za-z][A-Za-z0-9_.=+-]*$")
 
 
 def _frozen(mapping: Mapping[str, Any] | None) -> Mapping[str, Any]:
     return MappingProxyType(dict(mapping or {}))
 
 
-def _check_name(value: Any, what: str) -> str:
-    if not isinstance(value, str) or not _NAME.match(value):
-        raise ValueError(f"{what}: expected a name of letters, digits, '_', '-', '.', got {value!r}")
+def _check_name(value: Any, what: str, pattern: re.Pattern = _NAME) -> str:
+    if not isinstance(value, str) or not pattern.match(value):
+        chars = "'_', '-', '.', '=', '+'" if pattern is _LABEL else "'_', '-', '.'"
+        raise ValueError(f"{what}: expected a name of letters, digits and {chars}, got {value!r}")
     return value
 
 
@@ -49,7 +51,7 @@ class Variant:
     config: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        _check_name(self.label, "label")
+        _check_name(self.label, "label", _LABEL)
         _check_name(self.model, "model")
         object.__setattr__(self, "config", _frozen(self.config))
 
