@@ -4,7 +4,7 @@
     hebbnets reproduce NAME|all        # an experiment spec: tune, run, report (hebbnets.experiments)
     hebbnets report NAME|all           # reports/NAME.md rebuilt from records/NAME.jsonl alone
     hebbnets run TASK --models ...     # any registered task and models (see hebbnets.bench)
-    hebbnets merge OUT.json IN.json... # one table from runs done in parallel (e.g. one per seed)
+    hebbnets merge OUT.jsonl IN.jsonl..# one store and table from runs done on several machines
 
 Bad input prints one error line naming the argument and exits with code 2.
 """

@@ -38,9 +38,13 @@ def get_measurement(name: str) -> Callable[..., list[dict[str, Any]]]:
 
 
 def machine() -> dict[str, Any]:
-    """Where a measurement ran: processor, logical CPUs, torch threads and versions."""
+    """Where a measurement ran: processor, logical CPUs, torch threads, versions, and the 1-minute
+    load average when it ended (other work on the machine slows absolute rates; ratios measured
+    in the same run are still comparable)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version()}
+            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "load_average_1min": load}
 
 
 def best_time(fn: Callable[[], Any], repeats: int = 3) -> float:
@@ -335,7 +339,7 @@ def rsgn_parity_speed(batches: int = 4, repeats: int = 10, threads: int = 1) -> 
 
         row = {"batch": B, "nodes": N, "d_hidden": D, "threads": threads, "batches_timed": batches,
                "einsum_s": op_time(_einsum_messages), "matmul_s": op_time(matmul),
-               "max_abs_diff": float((_einsum_messages(W, send, h) - matmul(W, send, h)).abs().max()),
+               "max_abs_diff": float((_einsum_messages(W, send, h) - matmul(W, send, h)).abs().max().detach()),
                "epoch_einsum_s": epoch_time(_einsum_messages), "epoch_matmul_s": epoch_time(matmul)}
     finally:
         parity.dense_messages = matmul

@@ -1,12 +1,14 @@
-"""The ``hebbnets reproduce`` and ``hebbnets report`` subcommands (argument parsing only).
+"""Run an experiment spec: tune (validation searches), run (every fit the store lacks), report.
 
     hebbnets reproduce NAME|all [--stage tune,run,report|all] [--scale smoke|quick|paper]
                                 [--seeds 0,1,2] [--out DIR] [--backend local|ray] [--address ADDR]
                                 [--benches B1,B2] [--models M1,M2] [--recompute] [--no-figures]
     hebbnets report NAME|all [--scale ...] [--out DIR] [--no-figures]
 
-Bad input (unknown spec, stage, scale, bench, model; a model that cannot run on its task) is one
-error line and exit code 2, before anything trains.
+Records go to OUT/records/NAME.jsonl (one line per fit, written as it ends: a killed run started
+again recomputes no finished fit), the report and figures to OUT/reports/. Bad input (unknown
+spec, stage, scale, bench, model; a model that cannot run on its task) is one error line and exit
+code 2, before anything trains. See docs/experiments.md.
 """
 from __future__ import annotations
 

@@ -103,6 +103,7 @@ def _plain_log_ticks(ax: Any) -> None:
         narrow = lo > 0 and hi / lo < 10
         axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(1, 0.4))
                                  if narrow else NullFormatter())
+        axis.set_tick_params(which="both", labelsize=7)
 
 
 def _mean_map(ctx: ReportContext, bench: str, label: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -242,6 +243,7 @@ def scaling(ctx: ReportContext, panels: tuple[dict[str, Any], ...]) -> Any:
             ax.plot(xs, ys, "o-", label=f"{name} (slope {loglog_slope(xs, ys):.2f})")
         ax.set_xscale("log")
         ax.set_yscale("log")
+        _plain_log_ticks(ax)
         ax.set_xlabel(p.get("xlabel", p["x"]), fontsize=8)
         ax.set_ylabel("ms per sample", fontsize=8)
         ax.set_title(p.get("title", p["measure"]), fontsize=9)

@@ -464,6 +464,13 @@ def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str 
                                         if imported else "")
               + (f"; code commits {', '.join(commits)}" if commits else "")
               + (f"; {dirty} computed from a tree with uncommitted changes" if dirty else "") + ".", ""]
+    timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]
+    known = [t for t in timed if t is not None]
+    if known:
+        untimed = len(fits) - len(known)
+        lines += [f"Compute behind these records: {sum(known) / 3600:.1f} h of fit and measurement time over "
+                  f"{len(known)} entries (as recorded by each)"
+                  + (f"; {untimed} entries recorded no time" if untimed else "") + ".", ""]
     for section in spec.sections:
         lines += section.render(ctx)
     while lines and not lines[-1]:

@@ -17,7 +17,6 @@ So a smoke-scale tune never touches the committed configs.
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -248,7 +247,3 @@ def report(name: str, *, scale: str = "quick", out: str | Path = ".", figures: b
         paths.append(build_report(spec, store, out / "reports", scale=scale, figures=figures,
                                   records_name=_rel(store.path, out), configs_dir=configs_dir(out, scale)))
     return paths
-
-
-def read_json(path: Path) -> Any:
-    return json.loads(Path(path).read_text())

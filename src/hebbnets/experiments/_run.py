@@ -277,8 +277,8 @@ class Progress(FitHook):
         scores = ", ".join(f"{r['split']}={r['value']:.4g}" for r in entry.get("rows", [])[:6]
                            if isinstance(r.get("value"), (int, float)) and "metric" in r)
         took = entry.get("stats", {}).get("seconds", math.nan)
-        self.log(f"[{self.done}/{self.total}] {job.name}: {took:.1f}s; {scores}  "
-                 f"(elapsed {self._hms(elapsed)}, about {self._hms(left)} left)")
+        self.log(f"[{self.done}/{self.total}] {job.name}: {took:.1f}s" + (f"; {scores}" if scores else "")
+                 + f"  (elapsed {self._hms(elapsed)}, about {self._hms(left)} left)")
 
 
 def _finish(job: Job, entry: dict[str, Any], prov: dict[str, Any]) -> dict[str, Any]:

@@ -20,7 +20,10 @@ PARITY_SPEED = Measure("rsgn_parity_speed", "rsgn_parity_speed", {"batches": 4, 
 
 def _machine(e: dict) -> str:
     m = e["stats"].get("machine", {})
-    return f"{m.get('processor', '?')}, {m.get('cpus', '?')} logical CPUs, torch {m.get('torch', '?')}"
+    load = m.get("load_average_1min")
+    return (f"{m.get('processor', '?')}, {m.get('cpus', '?')} logical CPUs, torch {m.get('torch', '?')}"
+            + ("" if load is None else f", 1-minute load average {load:.1f} when it ended (other work on the machine "
+                                       "slows absolute rates; the ratios are measured in the same run)"))
 
 
 def vn_inference_section(ctx: ReportContext) -> list[str]:
