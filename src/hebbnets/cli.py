@@ -1,6 +1,6 @@
 """The ``hebbnets`` command line: a thin layer over the library.
 
-    hebbnets demo                      # VN vs MLP on toy_atoms, ID/OOD table (about a minute)
+    hebbnets demo                      # the main job: VN vs MLP on toy_atoms, ID/OOD table
     hebbnets reproduce NAME|all        # an experiment spec: tune, run, report (hebbnets.experiments)
     hebbnets report NAME|all           # reports/NAME.md rebuilt from records/NAME.jsonl alone
     hebbnets run TASK --models ...     # any registered task and models (see hebbnets.bench)
@@ -21,10 +21,10 @@ from .bench.cli_run import EXIT_BAD_INPUT, add_merge_parser, add_run_parser
 def _add_demo_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "demo",
-        help="the main job in about a minute: VN vs MLP on toy_atoms (unseen atom pairs), ID and OOD error",
+        help="the main job: VN vs MLP on toy_atoms (unseen atom pairs), ID and OOD error, one seed by default",
         description="Train VN and an MLP (each at its validation-chosen configuration) on the toy_atoms task (OOD = "
-        "atom pairs never seen together) for each seed and print the test MSE per split. The default is one seed, "
-        "about a minute on 2 cores; the 3-seed result is reports/toy.md (hebbnets reproduce toy).",
+        "atom pairs never seen together) for each seed and print the test MSE per split. The default is one seed "
+        "(its time on 2 cores: the README's quick start); the 3-seed result is reports/toy.md (hebbnets reproduce toy).",
     )
     p.add_argument("--seeds", default="0", help="comma-separated seeds (default 0; 0,1,2 gives the report's runs)")
     p.add_argument("--out", default="results", help="folder for the record store demo.jsonl (default results/)")
@@ -43,8 +43,12 @@ def _demo(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"hebbnets demo: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    import torch
+
+    threads = args.threads or 1  # one thread, as `reproduce`: no oversubscription on a busy machine
+    torch.set_num_threads(threads)
     jobs = plan_spec(get_spec("toy"), "quick", seeds=seeds)
-    entries = execute(jobs, RecordStore(Path(args.out) / "demo.jsonl"), log=stderr_log)
+    entries = execute(jobs, RecordStore(Path(args.out) / "demo.jsonl"), log=stderr_log, threads=threads)
     print(format_table(summarize(flat_records(entries)), title=f"toy_atoms: VN vs MLP, seeds {seeds} (test MSE)"))
     print("\nThe 3-seed result with figures: reports/toy.md (rebuilt by `hebbnets report toy`).")
     return 0
@@ -56,8 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"hebbnets {__version__}")
     parser.add_argument(
         "--threads", type=int, default=None, metavar="N",
-        help="torch intra-op threads (default: torch's choice). Use 1 when other processes load the "
-        "cores: OpenMP's spinning threads slow the small matmuls of sparse inference badly then.",
+        help="torch intra-op threads (default: 1 for demo and reproduce, one job per core; torch's choice for "
+        "run). Use 1 when other processes load the cores: OpenMP's spinning threads slow the small matmuls of "
+        "sparse inference badly then.",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_parser(sub)

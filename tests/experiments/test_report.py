@@ -66,7 +66,7 @@ def test_report_is_deterministic_and_prints_no_nan(tmp_path):
     assert "id **8** (best cnn); ood **0.375** (best cnn)" in a
     assert "- **vn beats mlp out of distribution**: holds. numbers" in a
     assert "labels: ['vn', 'mlp', 'cnn']" in a and a.rstrip().endswith("The end.")
-    assert "4 entries (1 imported from earlier result files" in a  # this spec and scale only
+    assert "4 entries (3 fits, 1 imported summaries); 1 imported from earlier result files" in a  # this spec, scale
 
 
 def test_figures_are_drawn_from_records_or_say_there_is_nothing(tmp_path):

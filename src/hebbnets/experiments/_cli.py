@@ -101,7 +101,10 @@ def handle_reproduce(args: argparse.Namespace) -> int:
         kwargs = dict(stages=stages, scale=args.scale, seeds=_seeds(args.seeds), out=Path(args.out or _default_out(args.scale)),
                       backend=args.backend, address=args.address, benches=_list(args.benches, "--benches"),
                       models=_list(args.models, "--models"), recompute=args.recompute, figures=not args.no_figures,
-                      log=None if args.quiet else stderr_log)
+                      threads=getattr(args, "threads", None) or 1, log=None if args.quiet else stderr_log)
+        import torch
+
+        torch.set_num_threads(kwargs["threads"])  # planning (task generation) too: see reproduce()
         t0 = time.perf_counter()
         paths = reproduce(name, **kwargs)
     except ValueError as exc:

@@ -44,7 +44,7 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
     plt = _plt()
     cols = min(4, len(panels))
     rows = math.ceil(len(panels) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(max(5.5, 3.4 * cols), 3.2 * rows + 0.8), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4.5, 3.4 * cols), 4.0 * rows + 1.0), squeeze=False)
     labels_all = list(dict.fromkeys(c.label for b, m, _ in panels for c in ctx.cells(b, m)))
     style = _styles(labels_all, plt)
     for ax, (b, m, s) in zip(axes.flat, panels):
@@ -68,6 +68,7 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
             ax.set_xscale("log")
             ax.set_yscale("log")
             _plain_log_ticks(ax)
+        ax.set_box_aspect(1)
         ax.set_xlabel(f"id error ({m})", fontsize=8)
         ax.set_ylabel(f"{s} error", fontsize=8)
         ax.set_title(f"{b}: {s}", fontsize=9)
@@ -77,7 +78,7 @@ def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None =
     handles = [plt.Line2D([], [], marker=style[lab][1], ls="", color=style[lab][0], label=lab) for lab in labels_all]
     fig.legend(handles=handles, loc="lower center", ncol=min(8, len(handles)), fontsize=8, frameon=False)
     fig.suptitle("ID vs OOD test error per model\n(mean ± sample std over seeds; dashed: equal error)", fontsize=9)
-    fig.tight_layout(rect=(0, 0.4 / (3.2 * rows + 0.8), 1, 1 - 0.5 / (3.2 * rows + 0.8)))
+    fig.tight_layout(rect=(0, 0.45 / (4.0 * rows + 1.0), 1, 1 - 0.5 / (4.0 * rows + 1.0)))
     return fig
 
 

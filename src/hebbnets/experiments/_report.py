@@ -458,10 +458,15 @@ def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str 
              f"(hebbnets/experiments/specs), not this file -->", ""]
     if spec.intro:
         lines += [spec.intro.strip(), ""]
+    tuning = sum(1 for e in fits if any(s.get("stage") == "tune" for s in e.get("slots", [])))
+    kinds = [f"{n} {what}" for n, what in ((sum(1 for e in fits if e["kind"] == "fit") - tuning, "fits"),
+                                            (tuning, "validation points"),
+                                            (sum(1 for e in fits if e["kind"] == "summary"), "imported summaries"),
+                                            (sum(1 for e in fits if e["kind"] == "measure"), "measurements")) if n]
     lines += [f"Rerun: `hebbnets reproduce {spec.name}{scale_arg}` (scale `{scale}`). Rebuild this page from the "
               f"committed records alone: `hebbnets report {spec.name}{scale_arg}`. Records: `{ctx.store_path}`, "
-              f"{len(fits)} entries" + (f" ({imported} imported from earlier result files, with provenance)"
-                                        if imported else "")
+              f"{len(fits)} entries ({', '.join(kinds)})" + (f"; {imported} imported from earlier result files, with "
+                                                             "provenance" if imported else "")
               + (f"; code commits {', '.join(commits)}" if commits else "")
               + (f"; {dirty} computed from a tree with uncommitted changes" if dirty else "") + ".", ""]
     timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]

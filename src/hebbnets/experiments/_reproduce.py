@@ -93,7 +93,7 @@ def _value(entry: dict[str, Any]) -> float:
 
 def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Path, *, backend: str = "local",
                address: str | None = None, log: Callable[[str], None] | None = stderr_log,
-               models: Iterable[str] | None = None) -> Path | None:
+               models: Iterable[str] | None = None, threads: int | None = 1) -> Path | None:
     """Run ``bench``'s tuning searches and write their configs file; returns its path (None
     when the bench tunes nothing)."""
     searches = {m: s for m, s in bench.tuning.items() if models is None or m in set(models)}
@@ -118,7 +118,7 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
                 jobs.append(_tune_job(spec, bench, scale, task, m, cfg, len(st["points"]) + i, data_seed, res))
                 owners.append((m, varied, cfg))
             st["pending"] = []
-        entries = execute(jobs, store, backend=backend, address=address, log=log)
+        entries = execute(jobs, store, backend=backend, address=address, log=log, threads=threads)
         for (m, varied, cfg), entry in zip(owners, entries):
             st = state[m]
             point = {"config": jsonable(cfg), "value": _value(entry),
@@ -166,10 +166,14 @@ def _validation_seed() -> int:
 def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: str = "quick",
               seeds: Iterable[int] | None = None, out: str | Path = ".", backend: str = "local",
               address: str | None = None, benches: Iterable[str] | None = None, models: Iterable[str] | None = None,
-              recompute: bool = False, figures: bool = True, threads: int | None = None,
+              recompute: bool = False, figures: bool = True, threads: int | None = 1,
               log: Callable[[str], None] | None = stderr_log) -> list[Path]:
     """Run the ``stages`` of spec ``name`` (or of every spec for ``"all"``); returns the
-    reports written. See the module docstring for where files go."""
+    reports written. See the module docstring for where files go.
+
+    ``threads``: torch threads per job (default 1, as on the Ray backend: one job per core, no
+    oversubscription when other work shares the machine, and the same records on both backends);
+    ``None`` keeps the process's setting."""
     from ._run import plan_spec
 
     names = spec_names() if name == "all" else [get_spec(name).name]
@@ -187,7 +191,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
             for b in spec.benches:
                 if benches is None or b.name in set(benches):
                     path = tune_bench(spec, b, scale, store, out, backend=backend, address=address, log=log,
-                                      models=models)
+                                      models=models, threads=threads)
                     if path is not None and log:
                         log(f"wrote {path}")
             if "run" in stages:  # configs may have changed: plan again

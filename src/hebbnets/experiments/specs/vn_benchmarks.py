@@ -192,6 +192,28 @@ def split_check(ctx: ReportContext) -> list[str]:
             "|---|---|---|---|", *rows, ""]
 
 
+def error_by_split(ctx: ReportContext) -> list[str]:
+    """Mean per-centre error over the training, id and ood centres (error maps, mean over seeds)."""
+    import numpy as np
+
+    from .._figures import _mean_map
+
+    rows = []
+    for b in ("spatial2d_decode", "spatial2d_reconstruct"):
+        for lab in ctx.labels(b):
+            got = _mean_map(ctx, b, lab)
+            if got is None:
+                continue
+            err, split = got
+            cells = [fmt(float(np.mean(err[split == code]))) for code in (0, 1, 2)]
+            rows.append(f"| {b.split('_')[1]} | {lab} | " + " | ".join(cells) + " |")
+    if not rows:
+        return []
+    return ["Mean per-centre MSE by split (the error maps above; seeds averaged). The training centres' error shows how "
+            "well each model fits what it was trained on:", "", "| mode | model | train | id | ood |",
+            "|---|---|---|---|---|", *rows, ""]
+
+
 def findings(ctx: ReportContext) -> list[str]:
     """The measured findings, each with the numbers behind it (skipped when its records are missing)."""
     out: list[str] = []
@@ -317,6 +339,7 @@ SPEC = register_spec(Spec(
             b, exclude_from_best=("factorized",) if b.task == "spatial2d" else ())),
         Figure("error_maps", "error_maps", "spatial2d: per-centre test error, mean over seeds",
                {"benches": ("spatial2d_decode", "spatial2d_reconstruct")}),
+        Custom(error_by_split),
         *(s for b in RESULT_BENCHES[4:] for s in _bench_sections(b)),
         Figure("id_vs_ood", "id_vs_ood", "ID vs OOD test error of every model, mean ± sample std over seeds",
                {"benches": tuple(b.name for b in RESULT_BENCHES)}),
