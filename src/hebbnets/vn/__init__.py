@@ -3,9 +3,13 @@ from .fista import (
     FistaResult, fista, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
     soft_threshold,
 )
+from .applied import AppliedAtomLayer, AppliedAtomStack, AppliedInference
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
 
 __all__ = [
+    "AppliedAtomLayer",
+    "AppliedAtomStack",
+    "AppliedInference",
     "AtomLayer",
     "FistaResult",
     "Inference",
