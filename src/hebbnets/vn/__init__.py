@@ -4,12 +4,15 @@ from .fista import (
     soft_threshold,
 )
 from .applied import AppliedAtomLayer, AppliedAtomStack, AppliedInference
+from .applied_model import AppliedVN, AppliedVNConfig
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
 
 __all__ = [
     "AppliedAtomLayer",
     "AppliedAtomStack",
     "AppliedInference",
+    "AppliedVN",
+    "AppliedVNConfig",
     "AtomLayer",
     "FistaResult",
     "Inference",

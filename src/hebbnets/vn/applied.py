@@ -1,8 +1,9 @@
 """Applied-weight atom layers: the composed effective weight acts on a content input.
 
-Reading (b) of the weight-space readings (``docs/vn-weight-space.md``): a sample is split into a
-*context* ``c`` that determines a sparse code ``g`` and a *content* ``z`` that the code's
-effective weight is applied to::
+The VN's effective weight ``W*`` taken literally as the operator a sample applies (the
+"applied-weight" reading of composition in weight space): a sample is split into a *context*
+``c`` that determines a sparse code ``g`` and a *content* ``z`` that the code's effective weight
+is applied to::
 
     W*(g) = U diag(g) S^T = sum_k g_k u_k s_k^T          (m x n)
     y_hat = W*(g) z = U (g ⊙ S^T z)
