@@ -175,6 +175,8 @@ TINY_MODELS = {
     "vn": dict(atoms=(8,), epochs=1, max_iter=10, progress=False),
     "window_linear": {},
     "system_ridge": {},
+    "vn_applied_set": dict(atoms=8, content=6, hidden=8, epochs=1, max_iter=10, progress=False),
+    "set_mlp": dict(content=6, hidden=8, summary=4, epochs=1, progress=False),
 }
 
 

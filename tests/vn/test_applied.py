@@ -140,9 +140,21 @@ def test_inactive_atoms_are_bit_for_bit_unchanged(policy):
         new = getattr(layer, k)
         assert torch.equal(new[:, ~active], old[:, ~active]), k
         assert not torch.equal(new[:, active], old[:, active]), k
-    if policy == "unit":
+    if policy == "unit":  # with a context: s and c are bounded, u keeps the output scale
         torch.testing.assert_close(layer.S[:, active].norm(dim=0), torch.ones(int(active.sum())))
-        torch.testing.assert_close(layer.U[:, active].norm(dim=0), torch.ones(int(active.sum())))
+        torch.testing.assert_close(layer.C[:, active].norm(dim=0), torch.ones(int(active.sum())))
+        assert not torch.allclose(layer.U[:, active].norm(dim=0), torch.ones(int(active.sum())))
+    if policy == "clip":
+        assert float(layer.S[:, active].norm(dim=0).max()) <= 1 + 1e-6
+
+
+def test_unit_norm_policy_without_context_bounds_s_and_u():
+    st, z, _, y, _, _ = _stack(R=2, p=0, lam=0.3)
+    inf = st.infer(z, None, y)
+    st.atomic_hebb(inf, rho_u=0.5, rho_s=0.5, norm_policy="unit")
+    active = (inf.codes[0] != 0).any(0)
+    for A in (st.layers[0].S, st.layers[0].U):
+        torch.testing.assert_close(A[:, active].norm(dim=0), torch.ones(int(active.sum()), dtype=D64))
 
 
 def test_exact_zeros_and_nonneg():

@@ -5,12 +5,15 @@ from .fista import (
 )
 from .applied import AppliedAtomLayer, AppliedAtomStack, AppliedInference
 from .applied_model import AppliedVN, AppliedVNConfig
+from .applied_set import AppliedSetConfig, AppliedSetVN
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
 
 __all__ = [
     "AppliedAtomLayer",
     "AppliedAtomStack",
     "AppliedInference",
+    "AppliedSetConfig",
+    "AppliedSetVN",
     "AppliedVN",
     "AppliedVNConfig",
     "AtomLayer",

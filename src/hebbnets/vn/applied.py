@@ -607,9 +607,9 @@ class AppliedAtomStack(nn.Module):
         that were active in the batch, then re-seed atoms unused for ``reseed_after`` batches
         (0 = never). Returns the raw directions (``hebbian_updates``).
 
-        Norm policies: ``"unit"`` rescales every active atom to ``||s_k|| = ||u_k|| = 1``,
-        ``"clip"`` only shrinks them to norm 1, ``"none"``. Without a bound the l1 penalty is
-        escaped by growing ``s_k`` and ``u_k`` (and ``C``), which leaves ``y_hat`` unchanged.
+        Norm policies: ``"unit"`` rescales every active atom's ``s_k`` and ``c_k`` (``u_k`` when
+        there is no context) to norm 1, ``"clip"`` only shrinks them to norm 1, ``"none"``.
+        Without a bound the l1 penalty is escaped by growing the atoms (``normalised_vectors``).
         """
         check_choice(norm_policy, NORM_POLICIES, "norm_policy")
         updates = self.hebbian_updates(inference)
@@ -628,13 +628,25 @@ class AppliedAtomStack(nn.Module):
         return updates
 
 
+def normalised_vectors(layer: AppliedAtomLayer) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two code-vector libraries whose columns the norm policy bounds: ``(S, C)`` for a layer
+    with a context, else ``(S, U)``.
+
+    The rescaling ``(s, u, c, g) -> (a s, b u, a b c, g / (a b))`` leaves ``y_hat`` and ``C g``
+    unchanged and shrinks ``||g||_1``, so two of the three scales must be fixed. With a context,
+    ``u`` keeps the atom's output scale free while ``C g`` pins the code's scale; without one,
+    ``u`` must be bounded too.
+    """
+    return (layer.S, layer.C) if layer.C is not None else (layer.S, layer.U)
+
+
 def apply_norm_policy(layer: AppliedAtomLayer, active: torch.Tensor, policy: str) -> None:
-    """Rescale the ``active`` ``(K,)`` atoms' ``s_k`` and ``u_k`` (see ``atomic_hebb``); inactive
-    columns are not rewritten, so they keep their exact bits."""
+    """Rescale the ``active`` ``(K,)`` atoms' columns of ``normalised_vectors(layer)`` (see
+    ``atomic_hebb``); inactive columns are not rewritten, so they keep their exact bits."""
     if policy == "none" or not bool(active.any()):
         return
     idx = active.nonzero().squeeze(-1)
-    for A in (layer.S, layer.U):
+    for A in normalised_vectors(layer):
         norms = A[:, idx].norm(dim=0).clamp_min(1e-12)
         if policy == "clip":
             norms = norms.clamp_min(1.0)
@@ -725,4 +737,4 @@ def reference_codes(stack: AppliedAtomStack, codes: list[torch.Tensor], l: int, 
 
 
 __all__ = ["AppliedAtomLayer", "AppliedAtomStack", "AppliedInference", "apply_norm_policy", "design_matrix",
-           "reference_codes"]
+           "normalised_vectors", "reference_codes"]

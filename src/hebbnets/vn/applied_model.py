@@ -56,6 +56,10 @@ class AppliedVNConfig:
         reseed_after: re-seed atoms unused for this many batches (0 = never).
         epochs, patience, val_fraction, batch_size: the fit loop (module docstring).
         init: ``"data"`` (atoms from random training pairs) or ``"random"``.
+        train_codes: ``"clamped"`` infers the training codes with the target clamped (the VN's
+            learning phase); ``"context"`` infers them from the context alone, as at prediction,
+            and the target enters only the Atomic-Hebb residual (a (choice) that removes the
+            mismatch between the codes learned from and the codes predicted with).
         progress, dtype: progress bar, ``"float32"``/``"float64"``.
     """
 
@@ -84,6 +88,7 @@ class AppliedVNConfig:
     val_fraction: float = 0.1
     batch_size: int = 64
     init: str = "data"
+    train_codes: str = "clamped"
     progress: bool = True
     dtype: str = "float32"
 
@@ -108,6 +113,7 @@ class AppliedVNConfig:
         check_choice(self.path, PATHS, "path")
         check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
         check_choice(self.init, ("data", "random"), "init")
+        check_choice(self.train_codes, ("clamped", "context"), "train_codes")
         check_choice(self.dtype, ("float32", "float64"), "dtype")
 
 
@@ -186,8 +192,9 @@ class AppliedVN(Model):
     @torch.no_grad()
     def _init_from_data(self, split: Split) -> None:
         """**(choice)** Atom ``k`` starts as the map of one random training pair: ``s_k`` along its
-        content, ``u_k`` along its target (minus the content, for residual layers), ``C_k`` its
-        context scaled so the code that reproduces the pair also reproduces its context."""
+        content, ``c_k`` along its context (both unit norm), and ``u_k`` such that the code
+        ``g_k = ||c||`` that reproduces the pair's context also maps its content to its target
+        (minus the content, for residual layers)."""
         gen = torch.Generator().manual_seed(self.seed)
         z, c = self._split_input(split.x)
         y, _ = self._targets(split)
@@ -199,13 +206,10 @@ class AppliedVN(Model):
                 continue  # a hidden layer of a non-residual stack keeps its random start
             out = yk - zk if layer.residual else yk
             z_norm = zk.norm(dim=-1).clamp_min(1e-12)
-            o_norm = out.norm(dim=-1).clamp_min(1e-12)
+            c_norm = ck.norm(dim=-1).clamp_min(1e-12)
             layer.S.copy_((zk / z_norm[:, None]).T)
-            layer.U.copy_((out / o_norm[:, None]).T)
-            g = o_norm / z_norm  # the code that maps z_k to its target with unit atoms
-            layer.C.copy_((ck / g[:, None]).T)
-        for layer in self.stack.layers:
-            apply_norm_policy(layer, torch.ones(layer.num_atoms, dtype=torch.bool), self.config.norm_policy)
+            layer.C.copy_((ck / c_norm[:, None]).T)
+            layer.U.copy_((out / (z_norm * c_norm)[:, None]).T)
 
     # -- fit / predict ----------------------------------------------------------------------------
     def _fit(self, split: Split) -> None:
@@ -228,7 +232,11 @@ class AppliedVN(Model):
             total = 0.0
             for start in range(0, len(train), cfg.batch_size):
                 i = perm[start : start + cfg.batch_size]
-                inf = self.stack.infer(z[i], c[i], y[i], y_mask=None if ym is None else ym[i])
+                if cfg.train_codes == "clamped":
+                    inf = self.stack.infer(z[i], c[i], y[i], y_mask=None if ym is None else ym[i])
+                else:
+                    inf = self.stack.infer(z[i], c[i])
+                    inf.y, inf.y_mask = y[i][:, None], None if ym is None else ym[i][:, None]
                 self.stack.atomic_hebb(inf, cfg.rho_u, cfg.rho_s, cfg.rho_c, cfg.norm_policy, cfg.reseed_after)
                 total += float(inf.energy.sum())
             self.history["energy"].append(total / len(train))
