@@ -252,3 +252,27 @@ def test_bad_input_raises_one_error_naming_the_argument(call, word):
     st, z, c, y, _, _ = _stack(R=2)
     with pytest.raises(ValueError, match=f"^{word}"):
         call(st, z, c, y)
+
+
+def test_context_rows_route_each_part_of_the_context_to_one_layer():
+    """Disjoint row masks: each layer's context vectors stay exactly zero outside its rows (after
+    learning too), and a context that addresses only layer 0 leaves layer 1 at a zero code."""
+    torch.manual_seed(0)
+    rows = [torch.tensor([1.0, 1.0, 0.0]), torch.tensor([0.0, 0.0, 1.0])]
+    st = AppliedAtomStack((5, 5, 5), (4, 4), context_dim=3, residual=True, lam=0.05, max_iter=300, max_sweeps=4,
+                          context_rows=rows, dtype=D64)
+    for layer, r in zip(st.layers, rows):
+        assert bool((layer.C[r == 0] == 0).all())
+    z, y = torch.randn(6, 1, 5, dtype=D64), torch.randn(6, 1, 5, dtype=D64)
+    c = torch.randn(6, 3, dtype=D64)
+    inf = st.infer(z, c, y)
+    st.atomic_hebb(inf, 0.3, 0.3, 0.3, norm_policy="unit", reseed_after=1)
+    for layer, r in zip(st.layers, rows):
+        assert bool((layer.C[r == 0] == 0).all()) and bool((layer.C[r == 1] != 0).any())
+    only0 = c * rows[0]
+    codes = st.infer(z, only0).codes
+    assert bool((codes[1] == 0).all()) and bool((codes[0] != 0).any())
+    with pytest.raises(ValueError, match="^context_rows"):
+        AppliedAtomStack((5, 5), (4,), context_dim=3, context_rows=[torch.tensor([0.0, 0.5, 1.0])])
+    with pytest.raises(ValueError, match="^context_rows"):
+        AppliedAtomStack((5, 5, 5), (4, 4), context_dim=3, context_rows=rows[:1])

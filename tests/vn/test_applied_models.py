@@ -79,6 +79,8 @@ def test_tuning_code_peaks_at_its_centres():
     (dict(norm_policy="unit_s"), "norm_policy"),
     (dict(val_fraction=1.0), "val_fraction"),
     (dict(train_codes="target"), "train_codes"),
+    (dict(atoms=(4, 4), hidden=(3,), context_dims=2, context_groups=((0,),)), "context_groups"),
+    (dict(context_dims=2, context_groups=((2,),)), "context_groups"),
 ])
 def test_vn_applied_bad_config(cfg, word):
     with pytest.raises(ValueError, match=f"^{word}"):
@@ -188,3 +190,30 @@ def test_set_models_refuse_other_layouts(name):
         hn.models.make(name, progress=False).fit(hn.Split(torch.randn(10, 6), torch.randn(10, 3)))
     with pytest.raises(ValueError, match="^position_dims"):
         hn.models.make(name, position_dims=6, progress=False).fit(_bodies())
+
+
+def test_routed_stack_composes_two_maps_learned_one_at_a_time():
+    """y = (I + c_2 B)(I + c_1 A) z. Training shows one map at a time (c_1 or c_2 zero); the test
+    composes both. Two stacked residual layers, each explaining one context entry, compose the
+    product of their effective weights and beat one layer (which can only add them)."""
+    d = 4
+    A = torch.randn(d, d, generator=torch.Generator().manual_seed(100)) / d**0.5
+    B = torch.randn(d, d, generator=torch.Generator().manual_seed(101)) / d**0.5
+
+    def data(n, seed, both):
+        gen = torch.Generator().manual_seed(seed)
+        z, c = torch.randn(n, d, generator=gen), torch.rand(n, 2, generator=gen) * 2 - 1
+        if not both:
+            c = c * torch.nn.functional.one_hot(torch.randint(2, (n,), generator=gen), 2)
+        h = z + c[:, :1] * (z @ A.T)
+        return hn.Split(torch.cat([z, c], 1), h + c[:, 1:] * (h @ B.T))
+
+    train, composed = data(300, 0, False), data(200, 2, True)
+    cfg = dict(context_dims=2, max_iter=60, max_sweeps=2, lam=0.01, context_encoding="tuning_centred", tuning_points=5,
+               rho_u=2.0, rho_s=2.0, rho_c=2.0, alpha=1.0, residual=True, progress=False, dtype="float64",
+               train_codes="context", epochs=12, patience=12)
+    one = hn.models.make("vn_applied", seed=0, atoms=(12,), **cfg).fit(train)
+    two = hn.models.make("vn_applied", seed=0, atoms=(12, 12), hidden=(d,), context_groups=((0,), (1,)), **cfg).fit(train)
+    identity = float(((composed.x[:, :-2] - composed.y) ** 2).mean())
+    assert two.score(composed) < 0.45 * identity
+    assert two.score(composed) < 0.75 * one.score(composed)

@@ -88,7 +88,7 @@ class AppliedAtomLayer(nn.Module):
     """
 
     def __init__(self, n: int, m: int, k: int, context_dim: int = 0, residual: bool = False,
-                 dtype: torch.dtype = torch.float32):
+                 context_rows: torch.Tensor | None = None, dtype: torch.dtype = torch.float32):
         super().__init__()
         for value, name in ((n, "n"), (m, "m"), (k, "k")):
             check_int(value, name)
@@ -98,8 +98,15 @@ class AppliedAtomLayer(nn.Module):
         self.residual = bool(residual)
         self.S = nn.Parameter(torch.randn(n, k, dtype=dtype) / n**0.5, requires_grad=False)  # (n, K)
         self.U = nn.Parameter(torch.randn(m, k, dtype=dtype) / m**0.5, requires_grad=False)  # (m, K)
-        self.C = (nn.Parameter(torch.randn(context_dim, k, dtype=dtype) / context_dim**0.5, requires_grad=False)
-                  if context_dim else None)  # (p, K)
+        self.C = None
+        if context_dim:
+            rows = torch.ones(context_dim, dtype=dtype) if context_rows is None else context_rows.to(dtype)
+            if tuple(rows.shape) != (context_dim,) or not bool(((rows == 0) | (rows == 1)).all()) or not bool(rows.any()):
+                raise ValueError(f"context_rows: expected a 0/1 ({context_dim},) mask with a 1, got {tuple(rows.shape)}")
+            # which context entries this layer's atoms explain (the others stay exactly zero in C)
+            self.register_buffer("context_rows", rows)
+            C = torch.randn(context_dim, k, dtype=dtype) / context_dim**0.5 * rows[:, None]
+            self.C = nn.Parameter(C, requires_grad=False)  # (p, K)
         # batches since each atom last had a non-zero code (drives re-seeding)
         self.register_buffer("unused_batches", torch.zeros(k, dtype=torch.long))
 
@@ -335,6 +342,9 @@ class AppliedAtomStack(nn.Module):
         nonneg: codes ``g >= 0``. residual: every layer is ``I + W*`` (needs equal sizes).
         max_iter: FISTA iterations per block solve; max_sweeps: block sweeps for stacks;
         tol: FISTA and sweep tolerance; path: product form (module docstring).
+        context_rows: optional per-layer 0/1 masks ``(p,)`` of the context entries each layer's
+            atoms explain (default: all); the contexts still add, so disjoint masks route each
+            part of the context to one layer.
         power_iterations: per-sample power iterations on the Hessian operator that tighten the
             guaranteed Lipschitz bound (which can be loose by several times; each costs about one
             FISTA iteration); the constant used is ``min(bound, 1.02 x estimate)`` (``fista`` adds
@@ -345,7 +355,8 @@ class AppliedAtomStack(nn.Module):
     def __init__(self, sizes: tuple[int, ...], atoms: tuple[int, ...], context_dim: int = 0, alpha: float = 1.0,
                  beta: float = 1.0, lam: float = 0.05, nonneg: bool = False, residual: bool = False,
                  max_iter: int = 200, max_sweeps: int = 10, tol: float = 1e-4, path: str = "auto",
-                 power_iterations: int = 30, dtype: torch.dtype = torch.float32):
+                 power_iterations: int = 30, context_rows: list[torch.Tensor] | None = None,
+                 dtype: torch.dtype = torch.float32):
         super().__init__()
         if len(sizes) != len(atoms) + 1 or not atoms:
             raise ValueError(f"sizes: expected {len(atoms) + 1} sizes for {len(atoms)} layer(s), got {tuple(sizes)}")
@@ -355,8 +366,11 @@ class AppliedAtomStack(nn.Module):
         check_int(max_sweeps, "max_sweeps")
         check_int(power_iterations, "power_iterations", minimum=0)
         check_choice(path, PATHS, "path")
+        if context_rows is not None and len(context_rows) != len(atoms):
+            raise ValueError(f"context_rows: expected one mask per layer ({len(atoms)}), got {len(context_rows)}")
+        rows = context_rows or [None] * len(atoms)
         self.layers = nn.ModuleList(
-            AppliedAtomLayer(sizes[i], sizes[i + 1], k, context_dim, residual, dtype) for i, k in enumerate(atoms)
+            AppliedAtomLayer(sizes[i], sizes[i + 1], k, context_dim, residual, rows[i], dtype) for i, k in enumerate(atoms)
         )
         self.alpha, self.beta, self.lam = float(alpha), float(beta), float(lam)
         self.nonneg, self.max_iter, self.max_sweeps, self.tol, self.path = nonneg, max_iter, max_sweeps, tol, path
@@ -617,7 +631,7 @@ class AppliedAtomStack(nn.Module):
             layer.U += rho_u * upd["U"]
             layer.S += rho_s * upd["S"]
             if layer.C is not None and rho_c:
-                layer.C += rho_c * upd["C"]
+                layer.C += rho_c * upd["C"] * layer.context_rows[:, None]
             active = (g != 0).any(dim=0)  # (K,)
             apply_norm_policy(layer, active, norm_policy)
             layer.unused_batches = torch.where(active, 0, layer.unused_batches + 1)
@@ -676,7 +690,7 @@ def _reseed(layer: AppliedAtomLayer, dead: torch.Tensor, inf: AppliedInference, 
         layer.U[:, idx] = (u / u.norm(dim=-1, keepdim=True).clamp_min(1e-12)).T
     if layer.C is not None and inf.c is not None:
         ec = inf.c[pick] - stack.context_part(inf.codes)[pick]
-        layer.C[:, idx] = ec.T
+        layer.C[:, idx] = ec.T * layer.context_rows[:, None]
     layer.unused_batches[idx] = 0
 
 

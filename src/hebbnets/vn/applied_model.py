@@ -44,8 +44,13 @@ class AppliedVNConfig:
         hidden: sizes between stacked layers (``L - 1`` values; with ``residual`` all must equal
             the content size).
         context_dims: number of trailing input entries that are the context (>= 1).
-        context_encoding: ``"raw"`` or ``"tuning"`` (Gaussian population code, hand-engineered).
+        context_encoding: ``"raw"``, ``"tuning"`` (Gaussian population code, hand-engineered) or
+            ``"tuning_centred"`` (the population code minus that of a zero entry, so a zero
+            context entry selects nothing: with residual layers, the identity).
         tuning_points: tuning curves per context entry.
+        context_groups: empty (every layer's atoms explain the whole context), or one tuple of
+            raw context entries per stacked layer: the entries that layer's atoms explain (a
+            hand-assigned routing, e.g. one transformation family per layer).
         residual: every layer is ``I + W*`` (zero code = identity; needs equal sizes).
         alpha, beta: context and output precisions; lam: l1 weight in training.
         test_lam: l1 weight at prediction (``None``: ``lam``).
@@ -68,6 +73,7 @@ class AppliedVNConfig:
     context_dims: int = 1
     context_encoding: str = "raw"
     tuning_points: int = 9
+    context_groups: tuple[tuple[int, ...], ...] = ()
     residual: bool = False
     alpha: float = 1.0
     beta: float = 1.0
@@ -99,7 +105,14 @@ class AppliedVNConfig:
                                                            for h in self.hidden):
             raise ValueError(f"hidden: expected {len(self.atoms) - 1} positive int(s), got {self.hidden!r}")
         check_int(self.context_dims, "context_dims")
-        check_choice(self.context_encoding, ("raw", "tuning"), "context_encoding")
+        check_choice(self.context_encoding, ("raw", "tuning", "tuning_centred"), "context_encoding")
+        if self.context_groups:
+            ok = len(self.context_groups) == len(self.atoms) and all(
+                len(g) > 0 and all(isinstance(j, int) and not isinstance(j, bool) and 0 <= j < self.context_dims for j in g)
+                for g in self.context_groups)
+            if not ok:
+                raise ValueError(f"context_groups: expected {len(self.atoms)} non-empty tuples of context entries in "
+                                 f"[0, {self.context_dims}), got {self.context_groups!r}")
         check_int(self.tuning_points, "tuning_points", minimum=2)
         for name in ("alpha", "beta", "lam", "rho_u", "rho_s", "rho_c"):
             check_positive(getattr(self, name), name, allow_zero=True)
@@ -166,11 +179,18 @@ class AppliedVN(Model):
         sizes = (n, *cfg.hidden, spec.y_dim)
         if cfg.residual and len(set(sizes)) != 1:
             raise ValueError(f"residual: needs content, hidden and target sizes equal, got {sizes}")
-        p = cfg.context_dims * (cfg.tuning_points if cfg.context_encoding == "tuning" else 1)
+        width = 1 if cfg.context_encoding == "raw" else cfg.tuning_points  # encoded entries per raw entry
+        p = cfg.context_dims * width
+        rows = None
+        if cfg.context_groups:
+            rows = [torch.zeros(p) for _ in cfg.atoms]
+            for mask, group in zip(rows, cfg.context_groups):
+                for j in group:
+                    mask[j * width : (j + 1) * width] = 1.0
         self.stack = AppliedAtomStack(
             sizes, cfg.atoms, context_dim=p, alpha=cfg.alpha, beta=cfg.beta, lam=cfg.lam, nonneg=cfg.nonneg,
             residual=cfg.residual, max_iter=cfg.max_iter, max_sweeps=cfg.max_sweeps, tol=cfg.tol, path=cfg.path,
-            dtype=getattr(torch, cfg.dtype),
+            context_rows=rows, dtype=getattr(torch, cfg.dtype),
         )
         self.register_buffer("initialised", torch.zeros((), dtype=torch.bool))
 
@@ -180,8 +200,10 @@ class AppliedVN(Model):
         cfg = self.config
         flat = x.reshape(x.shape[0], -1).to(self.stack.dtype)
         z, c = flat[:, : -cfg.context_dims], flat[:, -cfg.context_dims:]
-        if cfg.context_encoding == "tuning":
+        if cfg.context_encoding != "raw":
             c = tuning_code(c, cfg.tuning_points)
+            if cfg.context_encoding == "tuning_centred":
+                c = c - tuning_code(torch.zeros_like(c[:1, : cfg.context_dims]), cfg.tuning_points)
         return z, c
 
     def _targets(self, split: Split) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -199,14 +221,16 @@ class AppliedVN(Model):
         z, c = self._split_input(split.x)
         y, _ = self._targets(split)
         for layer in self.stack.layers:
-            K = layer.num_atoms
-            idx = torch.randint(len(split), (K,), generator=gen)
-            zk, yk, ck = z[idx], y[idx], c[idx]
-            if layer.S.shape[0] != zk.shape[1] or layer.U.shape[0] != yk.shape[1]:
+            if layer.S.shape[0] != z.shape[1] or layer.U.shape[0] != y.shape[1]:
                 continue  # a hidden layer of a non-residual stack keeps its random start
+            routed = c * layer.context_rows  # the context entries this layer explains
+            pool = (routed.norm(dim=-1) > 1e-6).nonzero().squeeze(-1)  # pairs that address this layer
+            if len(pool) == 0:
+                continue
+            idx = pool[torch.randint(len(pool), (layer.num_atoms,), generator=gen)]
+            zk, yk, ck = z[idx], y[idx], routed[idx]
             out = yk - zk if layer.residual else yk
-            z_norm = zk.norm(dim=-1).clamp_min(1e-12)
-            c_norm = ck.norm(dim=-1).clamp_min(1e-12)
+            z_norm, c_norm = zk.norm(dim=-1).clamp_min(1e-12), ck.norm(dim=-1).clamp_min(1e-12)
             layer.S.copy_((zk / z_norm[:, None]).T)
             layer.C.copy_((ck / c_norm[:, None]).T)
             layer.U.copy_((out / (z_norm * c_norm)[:, None]).T)
