@@ -465,7 +465,7 @@ class AppliedAtomStack(nn.Module):
         layer = self.layers[l]
         zt = (contents if contents is not None else self.contents(codes, z))[l]  # (B, R, n_l)
         w = zt @ layer.S  # (B, R, K)
-        if l == len(self.layers) - 1:
+        if l == len(self.layers) - 1 or y is None:  # (without a target the output library is unused)
             lib, target = layer.U, y
             if y is not None and layer.residual:
                 target = y - zt
