@@ -217,3 +217,21 @@ def test_routed_stack_composes_two_maps_learned_one_at_a_time():
     identity = float(((composed.x[:, :-2] - composed.y) ** 2).mean())
     assert two.score(composed) < 0.45 * identity
     assert two.score(composed) < 0.75 * one.score(composed)
+
+
+def test_vn_applied_set_window_rows_training_infers_like_prediction():
+    """train_rows="window": the training code comes from the window rows alone (as at
+    prediction), while the learning signal still includes the target row."""
+    split = _bodies()
+    model = hn.models.make("vn_applied_set", seed=0, **{**SET_TINY["vn_applied_set"], "train_rows": "window",
+                                                         "epochs": 1, "val_fraction": 0.0, "batch_size": 64})
+    model.fit(split)
+    model.train()
+    loss = model._loss(split)
+    inf = model.last_inference
+    M, W = split.x.shape[1], split.x.shape[2]
+    n_win = M * (W - 1)
+    again = model.stack.infer(inf.z[:, :n_win], y=inf.y[:, :n_win], y_mask=inf.y_mask[:, :n_win, 0]).codes[0]
+    torch.testing.assert_close(inf.codes[0], again)
+    assert inf.y.shape[1] == n_win + M  # the target rows are part of the energy
+    torch.testing.assert_close(loss, model.stack.energy(inf).mean())

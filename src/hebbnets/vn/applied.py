@@ -36,8 +36,11 @@ in one of three product forms, chosen by their cost (``path="auto"``):
   ``R K^2`` per sample and iteration (top layer, row masks only);
 * ``"per_sample"``: the per-sample Gram matrix ``(U~^T U~) ⊙ (W^T diag(m) W)`` formed once
   (``R K^2`` per sample, ``B K^2`` memory), then ``K^2`` per iteration: cheaper than the others
-  when one code explains many rows (``R`` large) or ``U~`` is per sample (a lower stacked layer),
-  because the rows are summed into the Gram matrix once instead of at every iteration.
+  when one code explains many rows (``R`` large) and the output is not small, because the rows
+  are summed into the Gram matrix once instead of at every iteration. Its per-iteration product
+  is a batched matrix-vector product, which streams ``B K^2`` numbers from memory each time; the
+  cost model counts it ``MATVEC_PENALTY`` times a GEMM's multiply-adds (measured:
+  ``benchmarks/vn_applied_paths.py``).
 
 The Lipschitz constant starts from a guaranteed upper bound per sample (Schur product theorem:
 ``lambda_max(A ⊙ B) <= min(max_k A_kk lambda_max(B), lambda_max(A) max_k B_kk)``, with
@@ -72,6 +75,9 @@ PATHS = ("auto", "factor", "gram", "per_sample")
 NORM_POLICIES = ("unit", "clip", "none")
 # the per-sample path keeps a (B, K, K) Gram matrix: only below this many entries
 PER_SAMPLE_MAX_ENTRIES = 2**26
+# relative cost of a batched matrix-vector product against a GEMM of equal multiply-adds
+# (``benchmarks/vn_applied_paths.py`` measures the forms against each other)
+MATVEC_PENALTY = 8
 # the Lipschitz constant used is min(guaranteed bound, POWER_SAFETY x power-iteration estimate)
 POWER_SAFETY = 1.02
 # rows of one code beyond which lambda_max(W^T diag(m) W) is bounded by its trace instead of an
@@ -213,10 +219,14 @@ class _Block:
                 raise ValueError(f"path: {path!r} does not apply here (entry masks or a per-sample output "
                                  f"library allow only {allowed})")
             return path
+        # multiply-adds per sample; a product with a per-sample matrix and few rows is a batched
+        # matrix-vector product that streams the matrix from memory at every use, while a shared
+        # matrix is reused across the batch by one GEMM: such products count MATVEC_PENALTY times
+        few_rows = max(1.0, MATVEC_PENALTY / R)
         cost = {
-            "factor": max_iter * 2 * R * m * K,
+            "factor": max_iter * 2 * R * m * K * (1.0 if shared else few_rows),
             "gram": max_iter * R * K * K + m * K * K / B,
-            "per_sample": R * K * K + (0 if shared else m * K * K) + max_iter * K * K,
+            "per_sample": R * K * K + (0 if shared else m * K * K) + max_iter * K * K * MATVEC_PENALTY,
         }
         return min(allowed, key=lambda p: cost[p])
 

@@ -62,11 +62,12 @@ class AppliedSetConfig(TrainConfig):
             enters the learning signal).
     """
 
+    lr: float = 3e-3  # encoder learning rate (lam and lr: the best of a 1-seed nbody validation probe)
     atoms: int = 64
     content: int = 32
     hidden: int = 64
     position_dims: int = 2
-    lam: float = 0.01
+    lam: float = 0.1
     test_lam: float | None = None
     beta: float = 1.0
     nonneg: bool = False
