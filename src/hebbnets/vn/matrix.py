@@ -410,21 +410,26 @@ class MatrixVNConfig:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        for name in ("atoms_u", "atoms_s", "max_iter"):
-            check_int(getattr(self, name), name)
-        check_int(self.topk, "topk", minimum=0)
+        check_sparse_code_fields(self, atoms=("atoms_u", "atoms_s"), rates=("rho_u", "rho_s"))
         check_choice(self.factors, FACTORS, "factors")
-        check_positive(self.lam, "lam", allow_zero=True)
-        if self.test_lam is not None:
-            check_positive(self.test_lam, "test_lam", allow_zero=True)
-        check_positive(self.beta, "beta", allow_zero=True)
-        check_positive(self.tol, "tol")
-        check_positive(self.rho_u, "rho_u", allow_zero=True)
-        check_positive(self.rho_s, "rho_s", allow_zero=True)
-        check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
         check_choice(self.init, ("random", "data"), "init")
-        check_choice(self.dtype, ("float32", "float64"), "dtype")
-        check_fit_fields(self)
+
+
+def check_sparse_code_fields(config, atoms: tuple[str, ...], rates: tuple[str, ...]) -> None:
+    """Checks shared by the matrix-family configs: the named atom counts (ints >= 1) and
+    Hebbian rates (>= 0), ``lam``, ``test_lam``, ``beta``, ``topk``, ``max_iter``, ``tol``,
+    ``norm_policy``, ``dtype`` and the training loop's fields."""
+    for name in (*atoms, "max_iter"):
+        check_int(getattr(config, name), name)
+    check_int(config.topk, "topk", minimum=0)
+    for name in ("lam", "beta", *rates):
+        check_positive(getattr(config, name), name, allow_zero=True)
+    if config.test_lam is not None:
+        check_positive(config.test_lam, "test_lam", allow_zero=True)
+    check_positive(config.tol, "tol")
+    check_choice(config.norm_policy, NORM_POLICIES, "norm_policy")
+    check_choice(config.dtype, ("float32", "float64"), "dtype")
+    check_fit_fields(config)
 
 
 @dataclass

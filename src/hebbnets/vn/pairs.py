@@ -43,11 +43,11 @@ from torch import nn
 
 from .._model import DataSpec, Model
 from .._split import Split
-from .._validation import check_choice, check_int, check_positive
+from .._validation import check_choice, check_int
 from ..models import register
-from ._fit import check_fit_fields, fit_local
+from ._fit import fit_local
 from .fista import FistaResult, fista, kkt_violation
-from .matrix import NORM_POLICIES, MatrixAtomLayer, _top_eigenvalue
+from .matrix import NORM_POLICIES, MatrixAtomLayer, _top_eigenvalue, check_sparse_code_fields
 
 
 def _check_tensor(t, name: str, shape: tuple[int, ...]) -> None:
@@ -317,23 +317,11 @@ class PairVNConfig:
     dtype: str = "float32"
 
     def __post_init__(self) -> None:
-        for name in ("atoms_a", "atoms_b", "max_iter"):
-            check_int(getattr(self, name), name)
+        check_sparse_code_fields(self, atoms=("atoms_a", "atoms_b"), rates=("rho_in", "rho_out"))
         check_int(self.input_split, "input_split", minimum=0)
-        check_int(self.topk, "topk", minimum=0)
         check_int(self.reseed_after, "reseed_after", minimum=0)
         if self.test_topk is not None:
             check_int(self.test_topk, "test_topk", minimum=0)
-        check_positive(self.lam, "lam", allow_zero=True)
-        if self.test_lam is not None:
-            check_positive(self.test_lam, "test_lam", allow_zero=True)
-        check_positive(self.beta, "beta", allow_zero=True)
-        check_positive(self.tol, "tol")
-        check_positive(self.rho_in, "rho_in", allow_zero=True)
-        check_positive(self.rho_out, "rho_out", allow_zero=True)
-        check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
-        check_choice(self.dtype, ("float32", "float64"), "dtype")
-        check_fit_fields(self)
 
 
 @register("vn_pairs")
