@@ -275,6 +275,8 @@ def test_model_infer_rejects_bad_shapes():
         model.infer(x, x_mask=torch.ones(8, 10))
     with pytest.raises(ValueError, match="^y"):
         model.infer(x, y=x[:, :5])
+    with pytest.raises(ValueError, match="^y_mask"):
+        model.infer(x, y=x, y_mask=torch.ones(3, 10, 10))
 
 
 def test_model_energy_gradient_with_target_and_masks_is_the_update():

@@ -82,8 +82,9 @@ def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: 
         verbose: print a one-line summary.
     Returns:
         a record: sizes, ``threads``, per path ``*_iterations`` and ``*_seconds`` (to the common
-        objective), ``*_seconds_per_iteration`` (at 200 iterations), and ``speedup`` =
-        vector / factorised seconds.
+        objective), ``*_seconds_per_iteration`` (at 200 iterations), ``speedup`` = vector /
+        factorised seconds, and ``*_product_seconds`` / ``product_speedup``: one Hessian product
+        alone (the rest of an iteration, the MFISTA loop's element-wise work, is common to both).
     """
     layer64, images64 = _problem(batch, m, n, atoms_u, atoms_s, active, noise, seed)
     # float64 optimum of the energy 1/2 ||I - U G S^T||^2 + lam ||G||_1 (the common target)
@@ -113,13 +114,21 @@ def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: 
         record[f"{name}_iterations"] = its
         record[f"{name}_seconds"] = None if its is None else _best_time(lambda: solve(its), repeats)
         record[f"{name}_seconds_per_iteration"] = _best_time(lambda: solve(200), repeats) / 200
+    # the Hessian product alone (one application per FISTA iteration): what the two paths differ in
+    codes = torch.rand(batch, atoms_u, atoms_s, dtype=dtype)
+    product_f, gram = layer.hessian(), layer.kronecker_gram()
+    flat = codes.reshape(batch, -1)
+    record["factorised_product_seconds"] = _best_time(lambda: [product_f(codes) for _ in range(20)], repeats) / 20
+    record["vector_product_seconds"] = _best_time(lambda: [flat @ gram for _ in range(20)], repeats) / 20
+    record["product_speedup"] = record["vector_product_seconds"] / record["factorised_product_seconds"]
     f, v = record["factorised_seconds"], record["vector_seconds"]
     record["speedup"] = None if f is None or v is None else v / f
     if verbose:
         print(f"matrix-atom inference, B={batch}, {m}x{n} images, {atoms_u}x{atoms_s} atoms, "
               f"{record['threads']} thread(s), {record['dtype']}: factorised {record['factorised_iterations']} it "
               f"{_fmt(f)} s, Kronecker-Gram vector {record['vector_iterations']} it {_fmt(v)} s "
-              f"(equal objective, rel {rel_tol:g}): speed-up {_fmt(record['speedup'])}x")
+              f"(equal objective, rel {rel_tol:g}): speed-up {_fmt(record['speedup'])}x; Hessian product alone "
+              f"{_fmt(record['product_speedup'])}x")
     return record
 
 

@@ -522,6 +522,8 @@ class MatrixVN(Model):
         for name, t in (("x", x), ("y", y), ("x_mask", x_mask), ("y_mask", y_mask)):
             if t is not None:
                 _check_images(t, name, m, n)
+                if t.shape[0] != x.shape[0]:
+                    raise ValueError(f"{name}: has {t.shape[0]} samples but x has {x.shape[0]}")
         lam = self.config.lam if lam is None else lam
         cast = lambda t: None if t is None else t.to(self.dtype)  # noqa: E731
         x, y, x_mask, y_mask = cast(x), cast(y), cast(x_mask), cast(y_mask)
