@@ -130,6 +130,7 @@ QUIET = dict(progress=False, epochs=2, batch_size=16)
 CASES = {  # model -> (tiny config, split maker)
     "vn": (dict(atoms=(6,), epochs=2, batch_size=16, max_iter=20, progress=False), _seq),
     "mlp": (dict(hidden=(8,), **QUIET), _seq),
+    "lista": (dict(steps=2, **QUIET), _seq),
     "transformer": (dict(d_model=8, n_heads=2, n_layers=1, d_ff=8, **QUIET), _seq),
     "mamba": (dict(d_model=4, n_layers=1, d_state=2, **QUIET), _seq),
     "ae": (dict(hidden=(8,), latent=2, **QUIET), _img),
