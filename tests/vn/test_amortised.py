@@ -16,6 +16,10 @@ def toy():
     return task, vn, amortised
 
 
+def _lasso_objective(vn, x, codes):
+    return float(vn._free_energy(vn._flat(x), None, None, None, [codes.to(vn.dtype)]).mean())
+
+
 @pytest.mark.parametrize("nonneg", [False, True])
 def test_lista_at_its_dictionary_initialisation_is_ista(nonneg):
     g = torch.Generator().manual_seed(0)
@@ -38,6 +42,20 @@ def test_encoder_learns_the_codes_on_held_out_inputs(toy):
     # and its prediction is close to the iterative one
     assert amortised.predict(held_out.x).shape == held_out.y.shape
     assert float(((amortised.predict(held_out.x) - held_out.y) ** 2).mean()) < 3 * vn.score(held_out) + 1e-3
+
+
+def test_lasso_objective_lowers_the_energy_without_targets(toy):
+    task, vn, _ = toy
+    held_out = task.tests["id"].x
+    lasso = AmortisedVN.fit(vn, task.train, steps=3, objective="lasso", epochs=30, lr=3e-3, progress=False)
+    assert lasso.encoders[0].config.restore == "last"
+    init = LISTA.from_dictionary(vn.layers[0].S, vn.config.lam, steps=3, progress=False)
+    e_init = _lasso_objective(vn, held_out, init.predict(held_out))
+    e = _lasso_objective(vn, held_out, lasso.encode(held_out)[0])
+    e_fista = float(vn.infer(vn._flat(held_out)).total_energy.mean())
+    assert e_fista <= e < e_init and (e - e_fista) < 0.5 * (e_init - e_fista), (e_fista, e, e_init)
+    with pytest.raises(ValueError, match="^objective:"):  # a fresh fit has no dictionary to amortise
+        hn.models.make("lista", objective="lasso", progress=False).fit(task.train)
 
 
 def test_codes_have_exact_zeros_from_the_threshold(toy):
@@ -98,6 +116,8 @@ def test_measure_returns_one_record_per_method(toy):
     budget = am["fista_budget_equal_energy"]
     assert budget is None or 1 <= budget <= vn.config.max_iter
     assert warm["energy"] == pytest.approx(fista["energy"], rel=1e-3)
+    # warm started, fewer iterations than plain FISTA's full run reach its energy
+    assert warm["budget_equal_energy"] is not None and warm["budget_equal_energy"] < fista["iterations"]
 
 
 def test_bad_input_names_the_argument(toy):

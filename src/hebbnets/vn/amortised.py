@@ -10,9 +10,15 @@ iterations with learned matrices and per-atom thresholds::
     z_{t+1} = st(b + R z_t, theta) (R: (K, K), initialised I - c S^T S / L)
 
 so at its dictionary initialisation (``LISTA.from_dictionary``) it *is* ``steps`` ISTA
-iterations of the layer's LASSO (tested against ``ista_reference``), and training (the one
-gradient loop, ``hebbnets.training``, via ``partial_fit`` from that initialisation) fits it to
-the codes of a trained VN. The soft threshold gives exact zeros, as FISTA's codes have.
+iterations of the layer's LASSO (tested against ``ista_reference``). Training (the one gradient
+loop, ``hebbnets.training``, via ``partial_fit`` from that initialisation) minimises either
+``objective="codes"``, the squared error to the codes of a trained VN (classical LISTA), or
+``objective="lasso"``, the layer's LASSO objective itself at the encoded codes (amortised
+inference without targets; the dictionary is held fixed). The soft threshold gives exact zeros,
+as FISTA's codes have. Neither objective wins everywhere: on ``functions1d`` (150 atoms, 3
+steps) a probe gave a prediction error 20-200x FISTA's with ``"codes"`` and about 2x with
+``"lasso"`` (whose codes are much less sparse); on a small ``toy_atoms`` VN ``"codes"`` gave the
+lower error and the better warm start.
 
 ``AmortisedVN`` holds a trained ``VectorNetwork`` and one ``LISTA`` per layer: ``encode`` chains
 them bottom-up (layer ``l+1`` reads the message ``U_l g_l`` of the encoded codes below),
@@ -38,25 +44,34 @@ from .._model import DataSpec
 from .._split import Split
 from ..metrics import get_metric
 from ..models import register
-from ..training import BackpropModel, TrainConfig
+from .._validation import check_choice
+from ..training import BackpropModel, TrainConfig, supervised_loss
 from .fista import keep_topk, largest_eigenvalue, soft_threshold
 from .network import Inference, VectorNetwork
 
 AMORTISED_FILE = "amortised.json"
 
 
+OBJECTIVES = ("codes", "lasso")
+
+
 @dataclass
 class LISTAConfig(TrainConfig):
-    """``LISTA`` settings: ``steps`` unrolled iterations (>= 1) and ``nonneg`` codes, plus the
-    training loop's (``TrainConfig``)."""
+    """``LISTA`` settings: ``steps`` unrolled iterations (>= 1), ``nonneg`` codes, the training
+    ``objective`` (``"codes"`` or ``"lasso"``, module docstring; ``"lasso"`` needs the dictionary
+    of ``from_dictionary``), plus the training loop's (``TrainConfig``). With ``"lasso"`` the
+    loop's validation loss (early stopping) is still the squared error to the split's codes,
+    so ``AmortisedVN.fit`` uses ``restore="last"`` for it."""
 
     steps: int = 3
     nonneg: bool = False
+    objective: str = "codes"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if isinstance(self.steps, bool) or not isinstance(self.steps, int) or self.steps < 1:
             raise ValueError(f"steps: expected an int >= 1, got {self.steps!r}")
+        check_choice(self.objective, OBJECTIVES, "objective")
 
 
 @register("lista")
@@ -75,6 +90,26 @@ class LISTA(BackpropModel):
         self.encode_in = nn.Linear(spec.x_dim * (2 if spec.x_masked else 1), k, bias=False)  # W
         self.recurrent = nn.Parameter(torch.zeros(k, k))  # R
         self.theta = nn.Parameter(torch.full((k,), 1e-2))  # per-atom thresholds
+        if self.config.objective == "lasso":
+            # the fixed LASSO the encoder amortises: precision/2 ||m (x - D z)||^2 + lam ||z||_1
+            self.register_buffer("dictionary", torch.zeros(spec.x_dim, k))  # D (n, K)
+            self.register_buffer("lasso_weights", torch.zeros(2))  # (lam, precision)
+
+    def _fit(self, split: Split) -> None:
+        if self.config.objective == "lasso" and not bool(self.lasso_weights[1] > 0):
+            raise ValueError("objective: 'lasso' needs the dictionary: build the encoder with "
+                             "LISTA.from_dictionary and train it with partial_fit")
+        super()._fit(split)
+
+    def _loss(self, batch: Split) -> torch.Tensor:
+        z = self._forward(batch.x, batch.x_mask)  # (B, K)
+        if self.config.objective == "codes":
+            return supervised_loss(z, batch, self.spec)
+        lam, precision = self.lasso_weights
+        r = batch.x.reshape(len(batch), -1) - z @ self.dictionary.T  # (B, n)
+        if batch.x_mask is not None:
+            r = r * batch.x_mask.reshape(len(batch), -1)
+        return (0.5 * precision * (r**2).sum(-1) + lam * z.abs().sum(-1)).mean()
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         flat = x.reshape(x.shape[0], -1)  # (N, n)
@@ -122,6 +157,9 @@ class LISTA(BackpropModel):
             model.encode_in.weight.copy_(weight)
             model.recurrent.copy_((torch.eye(k, dtype=torch.float64) - gram / lip).float())
             model.theta.fill_(lam / lip)
+            if model.config.objective == "lasso":
+                model.dictionary.copy_(S.float())
+                model.lasso_weights.copy_(torch.tensor([lam, precision]))
         return model
 
 
@@ -149,18 +187,26 @@ class AmortisedVN:
         self.vn, self.encoders = vn, list(encoders)
 
     @classmethod
-    def fit(cls, vn: VectorNetwork, split: Split, steps: int = 3, seed: int = 0, **config: Any) -> "AmortisedVN":
-        """Train an encoder per layer on ``vn``'s prediction-time codes of ``split``'s inputs.
+    def fit(cls, vn: VectorNetwork, split: Split, steps: int = 3, objective: str = "codes", seed: int = 0,
+            **config: Any) -> "AmortisedVN":
+        """Train an encoder per layer on the inputs ``vn``'s inference gives each layer on
+        ``split`` (prediction mode), to reproduce its codes (``"codes"``) or to minimise the
+        layer's bottom-up LASSO (``"lasso"``; module docstring).
 
         Each encoder starts as ISTA on its layer's dictionary (``LISTA.from_dictionary``) and
-        is trained by ``partial_fit`` (the one training loop, validation carved from ``split``).
+        is trained by ``partial_fit`` (the one training loop, validation carved from ``split``;
+        with ``"lasso"``, ``restore="last"`` unless ``config`` says otherwise).
 
         Args:
             vn: a fitted ``VectorNetwork`` (its atoms are not changed).
             split: training inputs ``x`` (and ``x_mask``); its targets are not used.
-            steps: unrolled iterations per encoder; seed: seeds the encoders' training.
+            steps: unrolled iterations per encoder; objective: ``"codes"`` or ``"lasso"``;
+            seed: seeds the encoders' training.
             **config: ``LISTAConfig`` training fields (``lr``, ``epochs``, ``progress``, ...).
         """
+        check_choice(objective, OBJECTIVES, "objective")
+        if objective == "lasso":
+            config.setdefault("restore", "last")
         if not isinstance(vn, VectorNetwork) or vn.spec is None:
             raise ValueError("vn: expected a fitted VectorNetwork")
         if not isinstance(split, Split) or len(split) == 0:
@@ -175,7 +221,7 @@ class AmortisedVN:
             mask = vn._flat(split.x_mask) if l == 0 else None
             c_in = vn._precisions(l)[0]
             enc = LISTA.from_dictionary(layer.S, vn._lams[l], precision=c_in, x_masked=mask is not None, seed=seed,
-                                        steps=steps, nonneg=vn.config.nonneg, **config)
+                                        steps=steps, nonneg=vn.config.nonneg, objective=objective, **config)
             enc.partial_fit(Split(inputs, codes, None if mask is None else mask.float()))
             encoders.append(enc)
         return cls(vn, encoders)
@@ -244,59 +290,76 @@ def _budget_ladder(max_iter: int) -> list[int]:
     return out + [max_iter]
 
 
+def _ladder(vn: VectorNetwork, run, repeats: int, score) -> list[tuple[int, float, float, float]]:
+    """``run()`` (an inference) at every budget of ``_budget_ladder``: rows of
+    ``(budget, seconds, energy, error)``; the VN's configuration is restored afterwards."""
+    rows, config = [], vn.config
+    try:
+        for budget in _budget_ladder(config.max_iter):
+            vn.config = dataclasses.replace(config, max_iter=budget)
+            inf, sec = _timed(run, repeats)
+            rows.append((budget, sec, *score(inf.codes)))
+    finally:
+        vn.config = config
+    return rows
+
+
+def _cheapest(rows: list[tuple[int, float, float, float]], col: int, target: float) -> tuple[int, float] | None:
+    """``(budget, seconds)`` of the first row whose column ``col`` is <= ``target``."""
+    return next(((row[0], row[1]) for row in rows if row[col] <= target), None)
+
+
 def measure(amortised: AmortisedVN, split: Split, metric: str | None = None, repeats: int = 3) -> list[dict[str, Any]]:
     """Time and score plain FISTA, the encoders alone, and FISTA warm-started by them on ``split``.
 
     Energies are the VN's free energy at prediction (input clamped) per sample, averaged;
-    ``error`` is ``metric`` (default: the split's) of the prediction. Plain FISTA is also run at
-    budgets of 1, 2, 3, 4, 6, ... iterations (per layer and sweep) up to the VN's ``max_iter``,
-    to find the cheapest budget whose energy (error) is no worse than the encoders' alone.
+    ``error`` is ``metric`` (default: the split's) of the prediction. FISTA, plain and warm
+    started, is also run at budgets of 1, 2, 3, 4, 6, ... iterations (per layer and sweep) up to
+    the VN's ``max_iter``, to find the cheapest budget that matches a target energy (error).
 
     Returns:
         Three records (``method``: ``"fista"``, ``"amortised"``, ``"warm_start"``), each with
-        ``seconds`` (fastest of ``repeats``), ``iterations``, ``energy``, ``error``. The
-        ``amortised`` record adds ``speedup_equal_energy`` / ``speedup_equal_error`` (seconds of
-        the cheapest FISTA budget that matches it, over its own seconds), the matching budgets
-        (``fista_budget_equal_energy`` / ``_error``; None and no speed-up when no budget
-        matches), ``error_ratio`` (its error / FISTA's) and ``energy_ratio``; ``warm_start`` adds
-        ``speedup`` (FISTA's seconds / its own) and ``iteration_ratio``.
+        ``seconds`` (fastest of ``repeats``), ``iterations``, ``energy``, ``error`` at the VN's
+        own budget. ``amortised`` adds ``speedup_equal_energy`` / ``speedup_equal_error`` (the
+        seconds of the cheapest plain-FISTA budget at least as good, over the encoders' seconds)
+        with those budgets (``fista_budget_equal_energy`` / ``_error``; None, and no speed-up,
+        when no budget matches), ``error_ratio`` (its error / FISTA's) and ``energy_ratio``.
+        ``warm_start`` adds ``speedup`` (FISTA's seconds / its own, both at the full budget),
+        ``iteration_ratio``, and ``speedup_equal_energy`` with ``budget_equal_energy``: plain
+        FISTA's seconds over those of the cheapest warm-started budget whose energy is no higher
+        than plain FISTA's final energy (encoding included).
     """
     vn = amortised.vn
     fn = get_metric(metric or split.metric or "mse")
     x, xm = vn._flat(split.x), vn._flat(split.x_mask)
 
-    def error(codes: list[torch.Tensor]) -> float:
-        return float(fn(_readout(vn, codes).reshape(len(split), *vn.spec.y_shape).float(), split))
+    def score(codes: list[torch.Tensor]) -> tuple[float, float]:
+        pred = _readout(vn, codes).reshape(len(split), *vn.spec.y_shape).float()
+        return float(vn._free_energy(x, None, xm, None, codes).mean()), float(fn(pred, split))
 
-    def energy(codes: list[torch.Tensor]) -> float:
-        return float(vn._free_energy(x, None, xm, None, codes).mean())
+    def record(method: str, codes: list[torch.Tensor], seconds: float, iterations: int) -> dict[str, Any]:
+        e, err = score(codes)
+        return {"method": method, "seconds": seconds, "iterations": iterations, "energy": e, "error": err}
 
-    def fista_record(method: str, inf: Inference, seconds: float) -> dict[str, Any]:
-        return {"method": method, "seconds": seconds, "iterations": inf.iterations,
-                "energy": energy(inf.codes), "error": error(inf.codes)}
-
-    cold, t_cold = _timed(lambda: vn.infer(x, x_mask=xm), repeats)
+    cold_run = lambda: vn.infer(x, x_mask=xm)  # noqa: E731
+    warm_run = lambda: amortised.infer(split.x, split.x_mask)  # noqa: E731
+    cold, t_cold = _timed(cold_run, repeats)
     codes, t_am = _timed(lambda: amortised.encode(split.x, split.x_mask), repeats)
-    warm, t_warm = _timed(lambda: amortised.infer(split.x, split.x_mask), repeats)
-    rec_cold, rec_warm = fista_record("fista", cold, t_cold), fista_record("warm_start", warm, t_warm)
-    rec_am = {"method": "amortised", "seconds": t_am, "iterations": 0, "energy": energy(codes), "error": error(codes)}
-    ladder = []
-    config = vn.config
-    try:
-        for budget in _budget_ladder(config.max_iter):
-            vn.config = dataclasses.replace(config, max_iter=budget)
-            inf, sec = _timed(lambda: vn.infer(x, x_mask=xm), repeats)
-            ladder.append((budget, sec, energy(inf.codes), error(inf.codes)))
-    finally:
-        vn.config = config
+    warm, t_warm = _timed(warm_run, repeats)
+    rec_cold, rec_warm = record("fista", cold.codes, t_cold, cold.iterations), record("warm_start", warm.codes, t_warm, warm.iterations)
+    rec_am = record("amortised", codes, t_am, 0)
+    cold_rows = _ladder(vn, cold_run, repeats, score)
     for key, col in (("energy", 2), ("error", 3)):
-        match = next((row for row in ladder if row[col] <= rec_am[key]), None)
+        match = _cheapest(cold_rows, col, rec_am[key])
         rec_am[f"fista_budget_equal_{key}"] = None if match is None else match[0]
         rec_am[f"speedup_equal_{key}"] = None if match is None else match[1] / t_am
     rec_am["error_ratio"] = rec_am["error"] / rec_cold["error"] if rec_cold["error"] else float("inf")
     rec_am["energy_ratio"] = rec_am["energy"] / rec_cold["energy"] if rec_cold["energy"] else float("inf")
     rec_warm["speedup"] = t_cold / t_warm
     rec_warm["iteration_ratio"] = rec_warm["iterations"] / max(rec_cold["iterations"], 1)
+    match = _cheapest(_ladder(vn, warm_run, repeats, score), 2, rec_cold["energy"])
+    rec_warm["budget_equal_energy"] = None if match is None else match[0]
+    rec_warm["speedup_equal_energy"] = None if match is None else t_cold / match[1]
     return [rec_cold, rec_am, rec_warm]
 
 
