@@ -323,7 +323,8 @@ def measure(amortised: AmortisedVN, split: Split, metric: str | None = None, rep
         own budget. ``amortised`` adds ``speedup_equal_energy`` / ``speedup_equal_error`` (the
         seconds of the cheapest plain-FISTA budget at least as good, over the encoders' seconds)
         with those budgets (``fista_budget_equal_energy`` / ``_error``; None, and no speed-up,
-        when no budget matches), ``error_ratio`` (its error / FISTA's) and ``energy_ratio``.
+        when no budget up to ``max_iter`` matches, i.e. the encoders beat FISTA's full budget),
+        ``error_ratio`` (its error / FISTA's) and ``energy_ratio``.
         ``warm_start`` adds ``speedup`` (FISTA's seconds / its own, both at the full budget),
         ``iteration_ratio``, and ``speedup_equal_energy`` with ``budget_equal_energy``: plain
         FISTA's seconds over those of the cheapest warm-started budget whose energy is no higher
