@@ -4,11 +4,15 @@ from .fista import (
     soft_threshold,
 )
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
+from .amortised import AmortisedVN, LISTA, LISTAConfig  # registers "lista"
 
 __all__ = [
+    "AmortisedVN",
     "AtomLayer",
     "FistaResult",
     "Inference",
+    "LISTA",
+    "LISTAConfig",
     "VNConfig",
     "VectorNetwork",
     "fista",
