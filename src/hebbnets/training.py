@@ -13,9 +13,14 @@ epochs, or the last epoch's.
 Callbacks (``Callback`` subclasses) observe or extend training at fixed points::
 
     on_fit_start(model, train, val)               before the first epoch
+    penalty(model, batch)                         a term added to the batch's training loss
     on_step_end(model, step, batch, loss)         after each optimiser step (train mode)
     on_epoch_end(model, epoch, history)           after validation, in eval mode
     on_fit_end(model)                             after the selected weights are restored
+
+``penalty`` is how a regulariser that needs state from earlier fits enters the objective (e.g.
+EWC's quadratic penalty, ``hebbnets.baselines.ewc``, switched on by ``ewc_lambda > 0``); the
+recorded training loss includes it, validation and early stopping never do.
 
 A model contributes its own (e.g. RSGN's slow local rules run ``on_step_end``: they change
 the model between optimiser steps, never inside ``forward``) through
@@ -62,15 +67,21 @@ class TrainConfig:
     # lower validation loss), "best_val_accuracy" (classification; the state of the first epoch
     # with the highest validation accuracy, early stopping likewise), "last" (no early stopping)
     restore: str = "best_val_loss"
+    # elastic weight consolidation (Kirkpatrick et al. 2017) across partial_fit stages: after every
+    # fit the diagonal Fisher on (at most ewc_samples of) its training data is kept, and later fits
+    # add ewc_lambda/2 sum_i F_i (theta_i - theta*_i)^2 per finished stage; 0 = off
+    ewc_lambda: float = 0.0
+    ewc_samples: int = 1024
 
     def __post_init__(self) -> None:
         check_positive(self.lr, "lr")
+        check_positive(self.ewc_lambda, "ewc_lambda", allow_zero=True)
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         check_positive(self.grad_clip, "grad_clip", allow_zero=True)
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("restore", RESTORES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: unknown {getattr(self, name)!r}; expected one of {list(allowed)}")
-        check_int_fields(self, ("epochs", "batch_size", "patience"))
+        check_int_fields(self, ("epochs", "batch_size", "patience", "ewc_samples"))
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction: must be in [0, 1), got {self.val_fraction!r}")
 
@@ -111,6 +122,10 @@ class Callback:
     def on_fit_start(self, model: "BackpropModel", train: Split, val: Split | None) -> None:
         """Before the first epoch; ``train``/``val`` are the carved parts of the split."""
 
+    def penalty(self, model: "BackpropModel", batch: Split) -> torch.Tensor | None:
+        """A differentiable scalar added to the training loss of ``batch`` (``None``: nothing)."""
+        return None
+
     def on_step_end(self, model: "BackpropModel", step: int, batch: Split, loss: torch.Tensor) -> None:
         """After optimiser step ``step`` (0-based, counted over the fit) on ``batch``; ``loss``
         is the batch's detached training loss."""
@@ -145,8 +160,19 @@ class BackpropModel(Model):
         raise NotImplementedError
 
     def training_callbacks(self) -> list[Callback]:
-        """The model's own callbacks, run before the user's (default: none)."""
-        return []
+        """The model's own callbacks, run before the user's (default: the EWC penalty when
+        ``ewc_lambda > 0``; a subclass that adds its own extends this list)."""
+        if not getattr(self.config, "ewc_lambda", 0.0):
+            return []
+        if getattr(self, "_ewc", None) is None:
+            from .baselines.ewc import EWC  # baselines import this module
+
+            self._ewc = EWC(self.config.ewc_lambda, samples=self.config.ewc_samples)
+        return [self._ewc]
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._ewc = None  # a fresh fit forgets earlier stages' Fisher information and anchors
 
     def _loss(self, batch: Split) -> torch.Tensor:
         """Training objective on one batch (default: the supervised loss of ``_forward``).
@@ -227,6 +253,10 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
             loss = model._loss(batch)
+            for cb in hooks:
+                extra = cb.penalty(model, batch)
+                if extra is not None:
+                    loss = loss + extra
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip > 0:

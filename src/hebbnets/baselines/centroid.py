@@ -52,6 +52,7 @@ class NearestCentroidModel(Model):
     def _build(self, spec: DataSpec) -> None:
         _check_classification(spec, "centroid")
         self.register_buffer("centroids", torch.zeros(spec.n_classes, spec.x_shape[-1]))  # (C, D)
+        self.register_buffer("counts", torch.zeros(spec.n_classes, dtype=torch.long))  # (C,) samples per class
 
     def _fit(self, split: Split) -> None:
         from sklearn.neighbors import NearestCentroid
@@ -62,7 +63,19 @@ class NearestCentroidModel(Model):
         cent = torch.full_like(self.centroids, float("inf"), dtype=torch.float64)
         cent[torch.as_tensor(sk.classes_)] = torch.as_tensor(sk.centroids_)  # classes absent in train never win
         self.centroids = cent.to(self.centroids.dtype)
+        self.counts = torch.bincount(split.y, minlength=len(self.counts))
         self._sk = sk  # kept for the agreement test; not part of the checkpoint
+
+    def _partial_fit(self, split: Split) -> None:
+        """Merge the new samples into the class means (exactly the means over all samples seen)."""
+        feats = mean_pool(split.x, split.x_mask).double()  # (N, D)
+        new = torch.bincount(split.y, minlength=len(self.counts))  # (C,)
+        sums = torch.zeros(len(new), feats.shape[1], dtype=torch.float64).index_add_(0, split.y, feats)
+        old = torch.nan_to_num(self.centroids.double(), posinf=0.0) * self.counts[:, None]
+        total = self.counts + new
+        merged = (old + sums) / total.clamp_min(1)[:, None]
+        self.centroids = torch.where(total[:, None] > 0, merged, torch.inf).to(self.centroids.dtype)
+        self.counts = total
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         f = mean_pool(x, x_mask).to(self.centroids.dtype)  # (N, D)
@@ -110,6 +123,10 @@ class LDAModel(Model):
         self.coef = torch.zeros_like(self.coef).index_copy(0, cls, torch.as_tensor(coef))
         self.intercept = torch.full_like(self.intercept, -torch.inf).index_copy(0, cls, torch.as_tensor(icpt))
         self._sk = sk
+
+    def _partial_fit(self, split: Split) -> None:
+        raise ValueError("model: 'lda' cannot continue from its state (scikit-learn's "
+                         "LinearDiscriminantAnalysis keeps no incremental statistics); fit it on all the data")
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         f = mean_pool(x, x_mask).double()  # (N, D)

@@ -9,11 +9,15 @@ from .matrix import (
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
 from .pairs import PairAtomLayer, PairVN, PairVNConfig, pair_atom_choice
 from ._speed import matrix_inference_speed
+from .amortised import AmortisedVN, LISTA, LISTAConfig  # registers "lista"
 
 __all__ = [
+    "AmortisedVN",
     "AtomLayer",
     "FistaResult",
     "Inference",
+    "LISTA",
+    "LISTAConfig",
     "MatrixAtomLayer",
     "MatrixInference",
     "MatrixVN",

@@ -210,8 +210,9 @@ class _PairLibrary(nn.Module):
             image: ``(B, m, n)``; codes: ``(B, *code_shape)`` inferred for it; precision as in
                 ``infer``.
             norm_policy: ``"unit"`` rescales every active code vector to unit norm, ``"clip"``
-                only those longer than 1, ``"none"`` leaves them alone. Inactive vectors are
-                never rewritten, so they keep their exact bits.
+                only those longer than 1, ``"none"`` leaves them alone. Inactive vectors (and
+                every vector of a library whose rate is 0) are never rewritten: they keep their
+                exact bits.
         Returns:
             ``{"U": dU, "S": dS}``: the raw updates ``(m, .)``, ``(n, .)`` before the norm policy.
         """
@@ -222,8 +223,8 @@ class _PairLibrary(nn.Module):
         self.U += dU
         self.S += dS
         active_u, active_s = self.active_vectors(codes)
-        for P, active in ((self.U, active_u), (self.S, active_s)):
-            if norm_policy == "none" or not bool(active.any()):
+        for P, active, rho in ((self.U, active_u, rho_u), (self.S, active_s, rho_s)):
+            if norm_policy == "none" or rho == 0 or not bool(active.any()):  # rho 0: learning off, no rewrite
                 continue
             idx = active.nonzero().squeeze(-1)
             norms = P[:, idx].norm(dim=0).clamp_min(1e-12)

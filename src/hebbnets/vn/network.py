@@ -311,6 +311,7 @@ class VectorNetwork(Model):
         y: torch.Tensor | None = None,
         x_mask: torch.Tensor | None = None,
         y_mask: torch.Tensor | None = None,
+        init: list[torch.Tensor] | None = None,
     ) -> Inference:
         """Infer the sparse codes of every layer for a batch.
 
@@ -319,6 +320,9 @@ class VectorNetwork(Model):
             y: optional ``(B, m_L)`` target clamped at the top with precision ``beta_L``.
             x_mask: optional ``(B, n_1)`` 0/1 mask of observed input entries.
             y_mask: optional ``(B, m_L)`` 0/1 mask of observed target entries.
+            init: optional per-layer warm starts ``(B, K_l)`` of the bottom-up pass's FISTA
+                solves (e.g. an amortised encoder's codes, ``hebbnets.vn.amortised``); zeros
+                when ``None``.
 
         Schedule **(choice)**: a bottom-up pass (each layer solved from its input alone, the top
         layer with ``y`` if clamped), then alternating down and up sweeps of block coordinate
@@ -333,6 +337,12 @@ class VectorNetwork(Model):
         y_mask = None if y_mask is None else y_mask.to(self.dtype)
         codes: list[torch.Tensor] = []
         iterations, converged = 0, True
+        if init is not None:
+            shapes = [(x.shape[0], layer.num_atoms) for layer in self.layers]
+            if len(init) != L or any(tuple(g.shape) != s for g, s in zip(init, shapes)):
+                raise ValueError(f"init: expected one code per layer shaped {shapes}, got "
+                                 f"{[tuple(g.shape) for g in init]}")
+            init = [g.to(self.dtype) for g in init]
 
         def context(l: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
             x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
@@ -346,7 +356,8 @@ class VectorNetwork(Model):
         for l in range(L):
             x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
             h_l, h_mask = (y, y_mask) if l == L - 1 else (None, None)
-            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, None, True)
+            g0 = None if init is None else init[l]
+            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, g0, True)
             codes.append(g)
             iterations += it
             converged &= ok

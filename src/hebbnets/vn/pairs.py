@@ -237,7 +237,7 @@ class PairAtomLayer(nn.Module):
         self.V.add_(dV)
         active_a, active_b = self.out.active_vectors(codes)
         for L, active in ((self.P, active_a), (self.Q, active_b)):
-            if norm_policy == "none" or not bool(active.any()):
+            if norm_policy == "none" or rho_in == 0 or not bool(active.any()):  # rho 0: learning off
                 continue
             idx = active.nonzero().squeeze(-1)
             norms = L[:, idx].norm(dim=0).clamp_min(1e-12)
