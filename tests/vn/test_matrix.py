@@ -323,3 +323,19 @@ def test_inpainting_mask_and_test_lam():
     assert torch.equal(a, b)  # hidden pixels are not read
     model.config.test_lam = 10.0  # everything is shrunk to zero at a huge test-time lam
     assert int(model.active_count(x).max()) == 0 and float(model.predict(x).abs().max()) == 0.0
+
+
+def test_data_init_takes_profiles_from_training_images_only():
+    from hebbnets.training import carve_validation
+
+    x = torch.rand(40, 10, 10, generator=torch.Generator().manual_seed(6))  # every column unique
+    model = hn.models.make("vn_matrix", seed=0, init="data", rho_u=0.0, rho_s=0.0, val_fraction=0.25,
+                           **{**TINY, "epochs": 1}).fit(hn.Split(x, x))
+    _, val_idx = carve_validation(40, 0.25, torch.Generator().manual_seed(0))
+    is_val = torch.isin(torch.arange(40), val_idx).repeat_interleave(10)  # per column / row
+    cols = x.transpose(1, 2).reshape(-1, 10)  # every column of every image
+    rows = x.reshape(-1, 10)
+    for P, cands in ((model.layer.U.T, cols), (model.layer.S.T, rows)):
+        unit = cands / cands.norm(dim=1, keepdim=True)
+        dist, source = (P[:, None, :] - unit[None]).norm(dim=-1).min(dim=1)  # exact, unlike cdist
+        assert float(dist.max()) < 1e-5 and not bool(is_val[source].any())
