@@ -1,4 +1,5 @@
 """The model registry and the shared Model API (checked on every registered model)."""
+import dataclasses
 import pytest
 import torch
 
@@ -126,9 +127,18 @@ def _bodies(n, seed):  # (N, M, W, F) padded bodies -> (N, M, 2)
     return hn.Split(x, y, x_mask=mask, y_mask=mask[:, :, 0, :2].contiguous())
 
 
+def _codes(n, seed):  # (N, 8) one-hot pairs -> (N, 4, 4) outer products, decode
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randint(4, (n,), generator=g), torch.randint(4, (n,), generator=g)
+    eye = torch.eye(4)
+    return hn.Split(torch.cat([eye[a], eye[b]], 1), eye[a][:, :, None] * torch.rand(n, 1, 4, generator=g))
+
+
 QUIET = dict(progress=False, epochs=2, batch_size=16)
 CASES = {  # model -> (tiny config, split maker)
     "vn": (dict(atoms=(6,), epochs=2, batch_size=16, max_iter=20, progress=False), _seq),
+    "vn_matrix": (dict(atoms_u=3, atoms_s=3, max_iter=20, **QUIET), _img),
+    "vn_pairs": (dict(atoms_a=3, atoms_b=3, max_iter=20, **QUIET), _codes),
     "mlp": (dict(hidden=(8,), **QUIET), _seq),
     "lista": (dict(steps=2, **QUIET), _seq),
     "transformer": (dict(d_model=8, n_heads=2, n_layers=1, d_ff=8, **QUIET), _seq),
@@ -175,7 +185,10 @@ class _StartState(hn.training.Callback):
         self.state = _state(model)
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - {"vn", "centroid", "lda"}))
+LOCAL_RULES = {"vn": ("rho_s", "rho_u"), "vn_matrix": ("rho_u", "rho_s"), "vn_pairs": ("rho_in", "rho_out")}
+
+
+@pytest.mark.parametrize("name", sorted(set(CASES) - set(LOCAL_RULES) - {"centroid", "lda"}))
 def test_partial_fit_continues_backprop_models_from_their_weights(name):
     cfg, data = CASES[name]
     a, b = data(32, seed=1), data(40, seed=2)
@@ -189,18 +202,22 @@ def test_partial_fit_continues_backprop_models_from_their_weights(name):
     assert not _same(_state(model), _state(fresh))
 
 
-def test_partial_fit_continues_vn_from_its_atoms():
-    cfg, data = CASES["vn"]
+@pytest.mark.parametrize("name", sorted(LOCAL_RULES))
+def test_partial_fit_continues_vn_from_its_atoms(name):
+    cfg, data = CASES[name]
     a, b = data(32, seed=1), data(40, seed=2)
-    frozen = hn.models.make("vn", seed=3, **{**cfg, "rho_s": 0.0, "rho_u": 0.0, "reseed_after": 0}).fit(a)
-    atoms = _state(frozen)
+    still = {rate: 0.0 for rate in LOCAL_RULES[name]}
+    if "reseed_after" in {f.name for f in dataclasses.fields(hn.models.get(name).Config)}:
+        still["reseed_after"] = 0
+    frozen = hn.models.make(name, seed=3, **{**cfg, **still}).fit(a)
+    atoms = {k: p.clone() for k, p in frozen.named_parameters()}
     frozen.partial_fit(b)  # no learning and no re-initialisation: the atoms stay bit for bit
-    assert _same(_state(frozen), atoms)
-    model = hn.models.make("vn", seed=3, **cfg).fit(a)
+    assert _same({k: p.clone() for k, p in frozen.named_parameters()}, atoms)
+    model = hn.models.make(name, seed=3, **cfg).fit(a)
     after_a = _state(model)
     model.partial_fit(b)
     assert not _same(_state(model), after_a)
-    assert not _same(_state(model), _state(hn.models.make("vn", seed=3, **cfg).fit(b)))
+    assert not _same(_state(model), _state(hn.models.make(name, seed=3, **cfg).fit(b)))
 
 
 def test_centroid_partial_fit_gives_the_means_over_all_samples():

@@ -11,7 +11,8 @@ from hebbnets.vn.amortised import measure
 @pytest.fixture(scope="module")
 def toy():
     task = hn.tasks.make("toy_atoms", seed=0, n_atoms=12, x_dim=10, y_dim=10, n_train=400, n_test=120)
-    vn = hn.models.make("vn", seed=0, atoms=(20,), lam=0.03, epochs=3, batch_size=64, progress=False).fit(task.train)
+    vn = hn.models.make("vn", seed=0, atoms=(20,), lam=0.03, epochs=3, batch_size=64, val_fraction=0.0,
+                        progress=False).fit(task.train)
     amortised = AmortisedVN.fit(vn, task.train, steps=3, epochs=60, lr=3e-3, patience=60, progress=False)
     return task, vn, amortised
 

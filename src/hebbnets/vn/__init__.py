@@ -3,7 +3,12 @@ from .fista import (
     FistaResult, fista, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
     soft_threshold,
 )
+from .matrix import (
+    MatrixAtomLayer, MatrixInference, MatrixVN, MatrixVNConfig, PrivatePairLayer, lasso_reference,
+)
 from .network import AtomLayer, Inference, VNConfig, VectorNetwork
+from .pairs import PairAtomLayer, PairVN, PairVNConfig, pair_atom_choice
+from ._speed import matrix_inference_speed
 from .amortised import AmortisedVN, LISTA, LISTAConfig  # registers "lista"
 
 __all__ = [
@@ -13,6 +18,14 @@ __all__ = [
     "Inference",
     "LISTA",
     "LISTAConfig",
+    "MatrixAtomLayer",
+    "MatrixInference",
+    "MatrixVN",
+    "MatrixVNConfig",
+    "PairAtomLayer",
+    "PairVN",
+    "PairVNConfig",
+    "PrivatePairLayer",
     "VNConfig",
     "VectorNetwork",
     "fista",
@@ -21,6 +34,9 @@ __all__ = [
     "keep_topk",
     "kkt_violation",
     "lasso_optimality_residual",
+    "lasso_reference",
+    "matrix_inference_speed",
+    "pair_atom_choice",
     "largest_eigenvalue",
     "soft_threshold",
 ]

@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
+from ._fit import check_fit_fields, fit_local
 from .fista import fista_gram, kkt_violation, largest_eigenvalue
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
@@ -68,7 +68,11 @@ class VNConfig:
             l1 penalty is escaped by growing atoms.
         reseed_after: an atom unused (zero code for the whole batch) for this many consecutive
             batches is re-seeded from the worst-explained sample's residual (0 = never).
-        epochs, batch_size: training loop.
+        epochs, batch_size: training loop (``epochs`` is a cap when validating).
+        val_fraction: share of the training split held out for early stopping (``vn._fit``:
+            the atoms of the best validation epoch are kept); 0 trains on everything for
+            ``epochs`` epochs and keeps the last atoms.
+        patience: epochs without a lower validation error before training stops.
         output: ``"message"`` predicts ``U_L g_L``; ``"reconstruction"`` predicts ``S_1 g_1``
             (inpainting / reconstruction of the input; needs targets shaped like inputs).
         init: ``"data"`` initialises the first layer's atoms from random training pairs,
@@ -92,6 +96,8 @@ class VNConfig:
     reseed_after: int = 50
     epochs: int = 20
     batch_size: int = 64
+    val_fraction: float = 0.1
+    patience: int = 5
     output: str = "message"
     init: str = "data"
     progress: bool = True
@@ -110,7 +116,8 @@ class VNConfig:
                 check_positive(v, name, allow_zero=True)
         if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
             raise ValueError(f"topk: expected an int >= 0, got {self.topk!r}")
-        check_int_fields(self, ("max_iter", "max_sweeps", "epochs", "batch_size"))
+        check_int_fields(self, ("max_iter", "max_sweeps"))
+        check_fit_fields(self)
         if isinstance(self.reseed_after, bool) or not isinstance(self.reseed_after, int) or self.reseed_after < 0:
             raise ValueError(f"reseed_after: expected an int >= 0, got {self.reseed_after!r}")
         check_positive(self.tol, "tol")
@@ -559,27 +566,21 @@ class VectorNetwork(Model):
             first.U.copy_((ys / norms[:, None]).T)
 
     def _fit(self, split: Split) -> None:
-        cfg = self.config
-        if not bool(self.initialised):
-            if cfg.init == "data":
-                self._init_from_data(split)
-            self.initialised.fill_(True)
-        gen = torch.Generator().manual_seed(self.seed)
+        def init(train: Split) -> None:  # on the training part only: validation stays unseen
+            if not bool(self.initialised):
+                if self.config.init == "data":
+                    self._init_from_data(train)
+                self.initialised.fill_(True)
+
         x, y = self._flat(split.x), self._flat(split.y)
         xm, ym = self._flat(split.x_mask), self._flat(split.y_mask)
-        n = len(split)
-        bar = tqdm(range(cfg.epochs), desc="vn fit", disable=not cfg.progress or None, leave=False)
-        self.history: list[float] = []
-        for _ in bar:
-            perm = torch.randperm(n, generator=gen)
-            total = 0.0
-            for start in range(0, n, cfg.batch_size):
-                i = perm[start : start + cfg.batch_size]
-                inf = self.infer(x[i], y[i], None if xm is None else xm[i], None if ym is None else ym[i])
-                self.atomic_hebb(inf)
-                total += float(inf.total_energy.sum())
-            self.history.append(total / n)
-            bar.set_postfix(energy=f"{self.history[-1]:.4g}")
+
+        def learn_batch(i: torch.Tensor) -> float:
+            inf = self.infer(x[i], y[i], None if xm is None else xm[i], None if ym is None else ym[i])
+            self.atomic_hebb(inf)
+            return float(inf.total_energy.sum())
+
+        self.history: list[float] = fit_local(self, split, learn_batch, desc="vn fit", on_start=init)["energy"]
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         spec = self.spec
