@@ -33,13 +33,15 @@ hyperbolic radius ``l_i = d_H(0, p_i)`` (``levels="radius"``: nodes near the ori
 2. ``n_steps`` propagation steps; only active nodes send, along their alive out-edges:
    ``z_i = sum_{e: j->i} w_e alpha_j + c alpha_i``, ``m_i = sum_{e: j->i} w_e alpha_j h_j``,
    ``g_i = sigmoid((z_i - theta_i) / T)`` with ``T`` annealed, a hard floor
-   ``alpha_i = g_i [g_i >= floor]`` (exact zeros), states ``h_i = LN(W_h m_i + b + h_i)``;
+   ``alpha_i = g_i [g_i >= floor]`` (exact zeros; at the default ``floor = 1/2`` a node fires iff
+   ``z_i >= theta_i``), states ``h_i = LN(W_h m_i + b + h_i)``;
    nodes that are neither active nor receive a message stay exactly 0.
 3. local inhibition (divisive normalisation over the k-neighbourhood, can only lower):
    ``alpha_i <- alpha_i / (1 + beta mean_{j in kNN(i)} alpha_j)`` and the floor again. The
    activity *here* is the model's measured activity ("pre-cap"). Then a per-sample safety cap
    (k-WTA, ``max_active_frac``, set well above the homeostatic target) and ``h_i <- h_i alpha_i``.
-4. readout ``o = sum_i alpha_i h_i / (sum_i alpha_i + eps)`` and a linear head.
+4. readout ``o = sum_i alpha_i h_i / (sum_i alpha_i + eps)`` over the active nodes after the last
+   step (``readout="last"``) or after ignition and every step (``"all"``), and a linear head.
 
 The sparse path costs ``O(B S |A| k (d + d_h))`` for ``|A|`` active nodes plus the ignition
 (``O(B N log T)`` with the tree); no ``(B, N)`` tensor is formed in propagation.
@@ -118,7 +120,10 @@ class RSGNConfig(TrainConfig):
     level_sign: str = "paper"  # "paper": phi(l_dst - l_src); "code": phi(l_src - l_dst)
     levels: str = "radius"  # "radius": l_i = d_H(0, p_i); "index": the author's linspace(0, 1, N) by index
     self_excitation: float = 0.5  # c: an active node's own contribution to its drive
-    floor: float = 0.1  # hard floor: alpha < floor is set to exactly 0
+    # hard floor: alpha < floor is set to exactly 0. At 0.5 a node fires iff its drive reaches its
+    # threshold (sigmoid((z - theta) / T) >= 1/2 <=> z >= theta), whatever the temperature, so
+    # annealing T sharpens activities without moving the firing set that homeostasis controls
+    floor: float = 0.5
     t_start: float = 1.0  # soft-threshold temperature at the first epoch ...
     t_end: float = 0.1  # ... annealed geometrically to this at the last epoch
     inhibition: float = 1.0  # beta of the divisive normalisation (0: off)
@@ -126,6 +131,7 @@ class RSGNConfig(TrainConfig):
     token_injection: bool = True  # False: every ignited node starts from W_in mean_t(x_t)
     pool_sigma: float = 0.0  # > 0: an ignited node starts from its receptive field (see module docstring)
     positional: bool = False  # append fixed sinusoidal position features to every token
+    readout: str = "all"  # "all": active nodes after ignition and every step; "last": after the last step only
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
     ignition: str = "auto"  # nearest spark by "dense" T x N distances, "kdtree", or "auto" (by T)
     knn: str = "kdtree"  # graph builder: "kdtree" (exact, sub-quadratic) or "brute" (O(N^2) reference)
@@ -136,7 +142,7 @@ class RSGNConfig(TrainConfig):
     homeostasis: bool = True
     structural: bool = True  # position drift, pruning and sprouting
     eta_affinity: float = 20.0
-    eta_threshold: float = 0.05
+    eta_threshold: float = 0.5  # fast enough to track the target as T anneals and the sparks learn
     target_activity: float = 0.015  # homeostatic target firing rate (pre-cap) at the end of the schedule
     target_start: float = 0.1  # ... and at the start
     target_epochs: int = 3  # epochs over which the target falls geometrically (0: target_activity throughout)
@@ -170,7 +176,7 @@ class RSGNConfig(TrainConfig):
         for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position", "pool_sigma"):
             check_positive(getattr(self, name), name, allow_zero=True)
         for name, allowed in (("level_sign", ("paper", "code")), ("levels", ("radius", "index")),
-                              ("mode", ("sparse", "dense")), ("ignition", ("auto", "dense", "kdtree")),
+                              ("mode", ("sparse", "dense")), ("readout", ("last", "all")), ("ignition", ("auto", "dense", "kdtree")),
                               ("knn", ("kdtree", "brute"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {list(allowed)}, got {getattr(self, name)!r}")
@@ -549,21 +555,27 @@ class RSGN(SlowRuleModel):
         idx, alpha, h = ign.idx, ign.g, h0 * ign.g[:, None]
         sp = self._step_params()
         trace, fired, coact, edges = [(idx, alpha)], [], [], 0
+        num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device)  # readout sums
+        den = torch.zeros(B, dtype=h.dtype, device=h.device)
         if mode == "sparse":
-            for _ in range(cfg.n_steps):
-                out = step_sparse(idx, alpha, h, graph, sp)
-                idx, alpha, h = out.idx, out.alpha, out.h
-                trace.append((idx, alpha))
-                fired.append(out.fired)
-                coact.append(out.coact)
-                edges += out.edges
-            num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device).index_add(0, idx // n, alpha[:, None] * h)
-            den = torch.zeros(B, dtype=h.dtype, device=h.device).index_add(0, idx // n, alpha)
+            for s in range(cfg.n_steps + 1):
+                if s > 0:
+                    out = step_sparse(idx, alpha, h, graph, sp)
+                    idx, alpha, h = out.idx, out.alpha, out.h
+                    trace.append((idx, alpha))
+                    fired.append(out.fired)
+                    coact.append(out.coact)
+                    edges += out.edges
+                if cfg.readout == "all" or s == cfg.n_steps:
+                    num = num.index_add(0, idx // n, alpha[:, None] * h)
+                    den = den.index_add(0, idx // n, alpha)
         else:
             W = graph.dense()  # (N, N)
             src = torch.arange(n, device=W.device).repeat_interleave(cfg.k)
             a_d = torch.zeros(B * n, dtype=alpha.dtype, device=alpha.device).index_put((idx,), alpha).reshape(B, n)
             h_d = torch.zeros(B * n, h.shape[1], dtype=h.dtype, device=h.device).index_put((idx,), h).reshape(B, n, -1)
+            if cfg.readout == "all":
+                num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
             for _ in range(cfg.n_steps):
                 sending = (a_d > 0).to(W.dtype)
                 edges += int((sending @ (W > 0).to(W.dtype)).sum())
@@ -575,7 +587,10 @@ class RSGN(SlowRuleModel):
                     c = prev[:, src] * a_d[:, self.nbr.reshape(-1)] * self.alive.reshape(-1)  # (B, E)
                     s_b, s_e = c.nonzero(as_tuple=True)
                     coact.append((s_b, s_e, c[s_b, s_e]))
-            num, den = (a_d[..., None] * h_d).sum(1), a_d.sum(1)
+                if cfg.readout == "all":
+                    num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
+            if cfg.readout == "last":
+                num, den = (a_d[..., None] * h_d).sum(1), a_d.sum(1)
         out = num / (den[:, None] + 1e-6)  # activity-normalised readout
         post = [tr[0].shape[0] / (B * n) for tr in trace]
         pre = [ign.pre_cap] + [f.shape[0] / (B * n) for f in fired]
@@ -601,6 +616,34 @@ class RSGN(SlowRuleModel):
         out, _ = self.propagate(self._tokens(x, x_mask))
         y = self.head(out)
         return y if self.spec.is_classification else y.reshape(x.shape[0], *self.spec.y_shape)
+
+    def fit_summary(self) -> dict[str, Any]:
+        """Flat per-fit statistics for a result record: the measured activity (before / after
+        the cap) in the last training epoch and, with a validation set, at the restored epoch;
+        whether that epoch met ``max_activity``; edges pruned / sprouted over the fit and alive at
+        the end; mean Hebbian update norm per step; the affinities' spread. The test-set activity
+        is in ``last_stats`` after ``predict`` / ``score``."""
+        h = getattr(self, "train_history", {})
+        if not h:
+            raise ValueError("model: fit_summary needs a fitted model (call fit first)")
+        sel = self.selected_epoch if self.selected_epoch is not None else len(h["train"]) - 1
+        alive = self.affinity.detach()[self.alive]
+        out = {
+            "epochs_run": len(h["train"]), "selected_epoch": self.selected_epoch,
+            "activity_train_last_epoch": h["activity_train"][-1],
+            "activity_post_cap_train_last_epoch": h["activity_post_cap_train"][-1],
+            "activity_val_selected": h["activity_val"][sel] if h.get("activity_val") else None,
+            "activity_post_cap_val_selected": h["activity_post_cap_val"][sel] if h.get("activity_post_cap_val") else None,
+            "activity_target_met": (self.config.max_activity == 0 or (bool(h.get("selectable")) and bool(h["selectable"][sel]))),
+            "pruned_total": int(sum(h["pruned"])), "sprouted_total": int(sum(h["sprouted"])),
+            "alive_edges": int(self.alive.sum()), "edges": int(self.alive.numel()),
+            "hebbian_update_mean": (sum(self.stats["hebbian_update"]) / len(self.stats["hebbian_update"])
+                                    if self.stats.get("hebbian_update") else None),
+            "affinity_std": float(alive.std()) if alive.numel() > 1 else None,
+            "affinity_negative_fraction": float((alive < 0).float().mean()) if alive.numel() else None,
+            "temperature": float(self.temperature),
+        }
+        return out
 
     # -- slow rules (run by the SlowRules callback, after each optimiser step) ---------------
     def target_at(self, step: int) -> float:
@@ -755,7 +798,7 @@ class RSGN(SlowRuleModel):
         knn_aff = torch.where(self.sprouted, torch.zeros_like(self.affinity), self.affinity)  # (N, k)
         match = new[:, :, None] == knn_old[:, None, :]  # (N, k_new, k_old)
         found = match.any(-1)
-        old_slot = match.float().argmax(-1)  # (N, k_new)
+        old_slot = match.to(torch.uint8).argmax(-1)  # (N, k_new) first matching old slot
         aff = torch.where(found, knn_aff.gather(1, old_slot), torch.zeros_like(self.affinity))
         alive = torch.where(found, knn_alive.gather(1, old_slot), torch.ones_like(self.alive))
         sprouted = torch.zeros_like(self.sprouted)

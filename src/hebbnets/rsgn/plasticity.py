@@ -82,7 +82,7 @@ class FiringHistory:
         self._next = int((self._next + n_samples) % size)
         self.count += n_samples
 
-    def correlation(self, i: torch.Tensor, j: torch.Tensor, chunk: int = 2**20) -> torch.Tensor:
+    def correlation(self, i: torch.Tensor, j: torch.Tensor, chunk: int = 2**24) -> torch.Tensor:
         """Pearson correlation over the stored samples between the firing of nodes ``i`` and
         ``j`` (same shape, any); 0 where a node never (or always) fired."""
         x = self.fired[: len(self)]
