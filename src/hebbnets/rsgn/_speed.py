@@ -106,7 +106,8 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
     ``slow_s`` (the per-step slow rules; RSGN models only), ``structure_s`` (one structure step:
     drift, pruning, sprouting and the kNN rebuild; ``"rsgn"`` only) and ``step_s`` = their sum with
     the structure step divided by ``structure_every`` (the steps between two of them; an epoch).
-    ``build_s`` is the model's construction (for ``"rsgn"``: the initial kNN graph).
+    ``build_s`` is the model's construction (for ``"rsgn"``: the initial kNN graph);
+    ``ignition_search_s`` the nearest-spark search of one batch (a part of ``forward_s``).
     ``n_nodes`` sets the node count of the RSGN models and is recorded (unused) for baselines.
     ``calibrate_steps`` > 0 (``"rsgn"``): first run that many forward passes with the slow rules
     at the final temperature, so activity is measured near the homeostatic target rather than at
@@ -169,13 +170,16 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
                 activity.append((m.last_stats.get("activity", math.nan), m.last_stats.get("activity_post_cap", math.nan),
                                  m.last_stats["edges_per_sample"]))
     med = {key: sorted(v)[len(v) // 2] for key, v in parts.items()}
-    structure_s = math.nan
+    structure_s = ignition_s = math.nan
     if model == "rsgn":
-        _, structure_s = _timed(m.structure_step)
+        _, structure_s = _timed(lambda: m.structure_step(min_history=1))
+        with torch.no_grad():  # the nearest-spark search inside ignition (part of forward_s)
+            sparks = G.to_ball(m.spark(m._tokens(batches[0].x, None)))
+            _, ignition_s = _timed(lambda: m.nearest_spark(sparks, m.positions().detach()))
     step_s = sum(med.values()) + (0.0 if math.isnan(structure_s) else structure_s / structure_every)
     rec = {"benchmark": "rsgn_training_step", "model": model, "n_nodes": n_nodes, "seq_len": seq_len,
            "batch_size": batch_size, "n_features": n_features, "repeats": repeats, "seed": seed, "config": config,
-           "build_s": build_s, **med, "structure_s": structure_s, "structure_every": structure_every,
+           "build_s": build_s, **med, "ignition_search_s": ignition_s, "structure_s": structure_s, "structure_every": structure_every,
            "step_s": step_s, "num_parameters": sum(p.numel() for p in m.parameters()),
            "peak_rss_gb": _peak_rss_gb(), "rss_at_start_gb": rss0, "threads": torch.get_num_threads(),
            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}

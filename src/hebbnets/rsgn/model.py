@@ -66,18 +66,22 @@ The paper's mechanisms and what the default model uses:
 ============================  =====================================================================
 mechanism (paper)             default ``rsgn``
 ============================  =====================================================================
-Poincaré-ball positions       yes; slow (drift rule); with ``position_grad=True`` also gradients
-                              through geoopt's RiemannianAdam
-hierarchical levels           yes, tied to geometry: ``l_i = d_H(0, p_i)``
-sparse learned edges          kNN edges (k = 16) with free per-edge affinities (slow rule only)
-ignition of 1-2 % of nodes    yes, top-k of a Gaussian field around the sparks (a design choice,
-                              exactly ``ignite_frac``)
-soft thresholds, annealed T   yes (T: 1 -> 0.1 over the epochs), hard floor for exact zeros
+Poincaré-ball positions       yes (a geoopt ``ManifoldParameter``); moved by the slow drift rule;
+                              ``position_grad=True`` adds gradients through geoopt's RiemannianAdam
+hierarchical levels           yes, tied to geometry: ``l_i = d_H(0, p_i)`` (not learned separately)
+sparse learned edges          kNN edges (k = 16, exact, rebuilt once per epoch) with free per-edge
+                              affinities, learned by the Hebbian rule only (no gradient)
+ignition of 1-2 % of nodes    yes, top-k of a Gaussian field around the sparks: exactly
+                              ``ignite_frac`` = 2 % by construction (a design choice, not a result)
+soft thresholds, annealed T   yes (T: 1 -> 0.1 over the epochs); a node fires iff its drive reaches
+                              its threshold (``floor = 1/2``), exact zeros otherwise
 local inhibition              divisive normalisation over the kNN neighbourhood (can only lower)
-1-2 % active nodes            measured and controlled by homeostasis (pre-cap), not imposed
-reward-modulated Hebbian      three-factor rule with per-sample reward (above)
-pruning / sprouting           yes, once per epoch
+1-2 % active nodes            measured before the safety cap and controlled by homeostasis (target
+                              1.5 %); only epochs with validation activity <= 2 % are restored
+reward-modulated Hebbian      three-factor rule with a per-sample reward (above)
+pruning / sprouting           yes, once per epoch, at ``prune_threshold`` / ``sprout_threshold``
 resonance to a fixed point    no: a fixed number of steps ``n_steps`` (as the author's code)
+readout                       activity-weighted mean of the states after ignition and every step
 ============================  =====================================================================
 """
 from __future__ import annotations
@@ -733,16 +737,17 @@ class RSGN(SlowRuleModel):
         self.temperature.fill_(cfg.t_start * (cfg.t_end / cfg.t_start) ** frac)
 
     @torch.no_grad()
-    def structure_step(self) -> dict[str, int]:
+    def structure_step(self, min_history: int = 16) -> dict[str, int]:
         """Slow structural plasticity (every ``structure_every`` steps, default each epoch):
         Riemannian drift of each node towards its positively correlated neighbours, pruning of
         alive edges with ``sigmoid(a) < prune_threshold``, sprouting of one edge per node with a
         dead slot towards its most correlated unconnected 2-hop node (correlation above
         ``sprout_threshold``), then the kNN graph is rebuilt from the new positions (affinity and
-        pruned state carried over for edges that remain)."""
+        pruned state carried over for edges that remain). Skipped until the firing history holds
+        ``min_history`` samples (correlations need them)."""
         cfg = self.config
         out = {"pruned": 0, "sprouted": 0}
-        if not cfg.structural or len(self._firing) < 16:
+        if not cfg.structural or len(self._firing) < min_history:
             return out
         n, k = self.nbr.shape
         # drift: p_i <- exp_{p_i}(eta sum_j c_ij^+ log_{p_i}(p_j) / k)
