@@ -12,6 +12,7 @@ from ._model import DataSpec, Model
 from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
+from . import continual, entanglement
 from . import bench
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]

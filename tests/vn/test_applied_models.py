@@ -38,7 +38,7 @@ def test_vn_applied_model_api_and_determinism(tmp_path):
 def test_vn_applied_keeps_the_best_validation_epoch():
     split = _context_task()
     model = hn.models.make("vn_applied", seed=0, **{**TINY_APPLIED, "epochs": 6, "patience": 2}).fit(split)
-    val = model.history["val"]
+    val = model.train_history["val"]
     assert 1 <= len(val) <= 6
     # the fit ends with the state of the best epoch: rescoring the carved validation set gives it
     from hebbnets.training import carve_validation

@@ -20,8 +20,8 @@ import torch
 from .._model import DataSpec
 from .._validation import check_int
 from ..models import register
-from ..training import BackpropModel, TrainConfig
-from ..vn._body_encoder import body_set_encoder, mlp
+from ..training import BackpropModel, Callback, TrainConfig
+from ..vn._body_encoder import Standardise, body_set_encoder, mlp
 from .window_extrapolators import body_mask, window_changes
 
 
@@ -50,12 +50,10 @@ class SetMLP(BackpropModel):
         self.phi_row = mlp(cfg.content + self.d, cfg.hidden, cfg.summary)
         self.phi_head = mlp(cfg.content + cfg.summary, cfg.hidden, self.d)
         self.register_buffer("change_std", torch.ones(self.d))
+        self.register_buffer("standardised", torch.zeros((), dtype=torch.bool))
 
-    def _fit(self, split) -> None:
-        from ..vn.applied_set import standardisers
-
-        self.change_std.copy_(standardisers(split, self.d)[0])
-        super()._fit(split)
+    def training_callbacks(self) -> list[Callback]:
+        return [Standardise()]
 
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         body = body_mask(x, x_mask)  # (B, M)

@@ -14,6 +14,9 @@ target ``(M, D)``, the next change of that state in the task's units (any per-fe
   ``(x_t[:D], 1)`` to its change ``x_{t+1}[:D] - x_t[:D]``, fitted on the ``M (W - 1)``
   transitions observed in the window and applied to the last state; the raw change is put in
   the target's units by one least-squares factor per feature fitted on the training split.
+
+Both keep the sufficient statistics of their training fit, so ``partial_fit(b)`` after
+``fit(a)`` equals ``fit`` on ``a`` and ``b`` together.
 """
 from __future__ import annotations
 
@@ -65,8 +68,11 @@ class WindowLinear(Model):
     def _build(self, spec: DataSpec) -> None:
         check_positive(self.config.ridge, "ridge", allow_zero=True)
         d = check_window_layout(spec, "window_linear")
-        w = spec.x_shape[1]
-        self.register_buffer("weight", torch.zeros((w - 1) * d + 1, d))  # ((W-1) D + 1, D)
+        p = (spec.x_shape[1] - 1) * d + 1
+        self.register_buffer("weight", torch.zeros(p, d))  # ((W-1) D + 1, D)
+        # sufficient statistics of the least-squares fit, so partial_fit equals a fit on all data
+        self.register_buffer("gram", torch.zeros(p, p, dtype=torch.float64))
+        self.register_buffer("cross", torch.zeros(p, d, dtype=torch.float64))
 
     def _features(self, x: torch.Tensor) -> torch.Tensor:
         d = self.weight.shape[1]
@@ -74,12 +80,14 @@ class WindowLinear(Model):
         return torch.cat([ch, torch.ones_like(ch[..., :1])], -1)
 
     def _fit(self, split: Split) -> None:
+        """Accumulate the normal equations of ``split`` and solve (``partial_fit`` adds a split's
+        statistics to those already seen: the fit on all data so far)."""
         real = body_mask(split.x, split.x_mask) > 0  # (N, M)
         phi = self._features(split.x)[real].double()  # (rows, P)
-        y = split.y[real].double()  # (rows, D)
-        gram = phi.T @ phi
-        reg = self.config.ridge * gram.diagonal().mean() * torch.eye(gram.shape[0], dtype=gram.dtype)
-        self.weight.copy_(torch.linalg.solve(gram + reg, phi.T @ y).to(self.weight))
+        self.gram += phi.T @ phi
+        self.cross += phi.T @ split.y[real].double()
+        reg = self.config.ridge * self.gram.diagonal().mean() * torch.eye(self.gram.shape[0], dtype=torch.float64)
+        self.weight.copy_(torch.linalg.solve(self.gram + reg, self.cross).to(self.weight))
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         return (self._features(x) @ self.weight) * body_mask(x, x_mask)[..., None]
@@ -118,13 +126,18 @@ class SystemRidge(Model):
         check_positive(self.config.alpha, "alpha")
         d = check_window_layout(spec, "system_ridge")
         self.register_buffer("units", torch.ones(d))  # (D,) raw change -> target units
+        # sums behind the per-feature factor, so partial_fit equals a fit on all data
+        self.register_buffer("sum_py", torch.zeros(d, dtype=torch.float64))
+        self.register_buffer("sum_pp", torch.zeros(d, dtype=torch.float64))
 
     def _fit(self, split: Split) -> None:
         body = body_mask(split.x, split.x_mask)
         raw = system_ridge_changes(split.x, body, self.units.shape[0], self.config.alpha)  # (N, M, D)
         real = body > 0
         p, y = raw[real], split.y[real].double()  # (rows, D)
-        self.units.copy_(((p * y).sum(0) / (p * p).sum(0).clamp_min(1e-300)).to(self.units))
+        self.sum_py += (p * y).sum(0)
+        self.sum_pp += (p * p).sum(0)
+        self.units.copy_((self.sum_py / self.sum_pp.clamp_min(1e-300)).to(self.units))
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         raw = system_ridge_changes(x, body_mask(x, x_mask), self.units.shape[0], self.config.alpha)

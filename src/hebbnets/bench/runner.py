@@ -113,8 +113,12 @@ def _activity(model: Any) -> dict[str, float]:
     stats = getattr(model, "last_stats", None)
     if not stats or "active_fraction" not in stats:
         return {}
-    return {"active_fraction": float(stats["active_fraction"][-1]),
-            "edges_per_sample": float(stats["edges_per_sample"])}
+    out = {"active_fraction": float(stats["active_fraction"][-1]),
+           "edges_per_sample": float(stats["edges_per_sample"])}
+    for key in ("activity", "activity_post_cap"):  # sparse RSGN: mean over steps, before / after its cap
+        if key in stats:
+            out[key] = float(stats[key])
+    return out
 
 
 # config fields that change how a fit is displayed, not what it computes

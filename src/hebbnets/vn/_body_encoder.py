@@ -19,7 +19,9 @@ import torch
 from torch import nn
 
 from .._model import DataSpec
-from ..baselines.window_extrapolators import check_window_layout
+from .._split import Split
+from ..baselines.window_extrapolators import body_mask, check_window_layout, window_changes
+from ..training import Callback
 
 
 def body_set_encoder(spec: DataSpec, name: str, content: int, hidden: int, position_dims: int) -> tuple[int, "BodyEncoder"]:
@@ -29,6 +31,27 @@ def body_set_encoder(spec: DataSpec, name: str, content: int, hidden: int, posit
     if position_dims >= features:
         raise ValueError(f"position_dims: {position_dims} leaves no other feature of {features}")
     return d, BodyEncoder(features, content, hidden, position_dims)
+
+
+def standardisers(split: Split, d: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per-feature std ``(D,)`` of the window changes and of the targets over the real bodies."""
+    body = body_mask(split.x, split.x_mask) > 0  # (N, M)
+    ch = window_changes(split.x, d)[body]  # (bodies, W-1, D)
+    return ch.reshape(-1, d).std(0).clamp_min(1e-12), split.y[body].std(0).clamp_min(1e-12)
+
+
+class Standardise(Callback):
+    """At the start of the first fit, set the model's ``change_std`` (and ``target_std`` if it has
+    one) from the training part of the split (validation excluded); ``partial_fit`` keeps them."""
+
+    def on_fit_start(self, model, train, val):
+        if bool(model.standardised):
+            return
+        cs, ts = standardisers(train, model.d)
+        model.change_std.copy_(cs)
+        if hasattr(model, "target_std"):
+            model.target_std.copy_(ts)
+        model.standardised.fill_(True)
 
 
 def mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:

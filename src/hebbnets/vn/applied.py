@@ -638,12 +638,14 @@ class AppliedAtomStack(nn.Module):
         check_choice(norm_policy, NORM_POLICIES, "norm_policy")
         updates = self.hebbian_updates(inference)
         for layer, g, upd in zip(self.layers, inference.codes, updates):
-            layer.U += rho_u * upd["U"]
-            layer.S += rho_s * upd["S"]
-            if layer.C is not None and rho_c:
-                layer.C += rho_c * upd["C"] * layer.context_rows[:, None]
+            for name, rho in (("U", rho_u), ("S", rho_s), ("C", rho_c)):
+                if rho and getattr(layer, name) is not None:  # a zero rate leaves the atoms bit for bit
+                    step = rho * upd[name]
+                    getattr(layer, name).add_(step * layer.context_rows[:, None] if name == "C" else step)
             active = (g != 0).any(dim=0)  # (K,)
-            apply_norm_policy(layer, active, norm_policy)
+            moved = rho_s or (rho_c if layer.C is not None else rho_u)  # did a bounded library change?
+            if moved:
+                apply_norm_policy(layer, active, norm_policy)
             layer.unused_batches = torch.where(active, 0, layer.unused_batches + 1)
             if reseed_after:
                 dead = layer.unused_batches >= reseed_after

@@ -14,24 +14,22 @@ and applies Atomic-Hebb; prediction infers the codes from the context alone (l1 
 ``p``-dimensional context activates at most ``p`` atoms, so a 4-entry raw code can compose at
 most a rank-4 weight; the population code lifts that limit). That expansion is hand-engineered.
 
-Fitting keeps the early-stopping contract of every model here: validation carved from the
-training split only (``val_fraction``, seeded), the atoms of the best validation epoch kept,
-``patience`` epochs without improvement end the fit.
+Fitting runs the VN family's shared loop (``hebbnets.vn._fit.fit_local``): validation carved
+from the training split only (``val_fraction``, seeded), the atoms of the best validation epoch
+kept, ``patience`` epochs without improvement end the fit; ``partial_fit`` continues from the
+current atoms.
 """
 from __future__ import annotations
 
-import copy
-import math
 from dataclasses import dataclass
 
 import torch
-from tqdm.auto import tqdm
 
 from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int, check_int_fields, check_positive
 from ..models import register
-from ..training import carve_validation
+from ._fit import check_fit_fields, fit_local
 from .applied import NORM_POLICIES, PATHS, AppliedAtomStack, apply_norm_policy
 
 
@@ -119,38 +117,14 @@ class AppliedVNConfig:
         if self.test_lam is not None:
             check_positive(self.test_lam, "test_lam", allow_zero=True)
         check_positive(self.tol, "tol")
-        check_int_fields(self, ("max_iter", "max_sweeps", "epochs", "patience", "batch_size"))
+        check_int_fields(self, ("max_iter", "max_sweeps"))
+        check_fit_fields(self)
         check_int(self.reseed_after, "reseed_after", minimum=0)
-        if not 0.0 <= self.val_fraction < 1.0:
-            raise ValueError(f"val_fraction: must be in [0, 1), got {self.val_fraction!r}")
         check_choice(self.path, PATHS, "path")
         check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
         check_choice(self.init, ("data", "random"), "init")
         check_choice(self.train_codes, ("clamped", "context"), "train_codes")
         check_choice(self.dtype, ("float32", "float64"), "dtype")
-
-
-class EarlyStopping:
-    """Patience on a validation score (lower is better) that keeps the best state.
-
-    ``update(score, module)`` returns True when ``patience`` updates in a row did not improve on
-    the best score; ``restore(module)`` loads the best state seen (a deep copy of its
-    ``state_dict``).
-    """
-
-    def __init__(self, patience: int):
-        self.patience, self.best, self.stale, self.state = patience, math.inf, 0, None
-
-    def update(self, score: float, module: torch.nn.Module) -> bool:
-        if score < self.best - 1e-12:
-            self.best, self.stale, self.state = score, 0, copy.deepcopy(module.state_dict())
-        else:
-            self.stale += 1
-        return self.stale >= self.patience
-
-    def restore(self, module: torch.nn.Module) -> None:
-        if self.state is not None:
-            module.load_state_dict(self.state)
 
 
 def tuning_code(c: torch.Tensor, points: int) -> torch.Tensor:
@@ -238,40 +212,26 @@ class AppliedVN(Model):
     # -- fit / predict ----------------------------------------------------------------------------
     def _fit(self, split: Split) -> None:
         cfg = self.config
-        if not bool(self.initialised):
-            if cfg.init == "data":
-                self._init_from_data(split)
-            self.initialised.fill_(True)
-        gen = torch.Generator().manual_seed(self.seed)
-        tr_idx, va_idx = carve_validation(len(split), cfg.val_fraction, gen)
-        train = split.subset(tr_idx)
-        val = split.subset(va_idx) if len(va_idx) else None
-        z, c = self._split_input(train.x)
-        y, ym = self._targets(train)
-        stopper = EarlyStopping(cfg.patience)
-        self.history: dict[str, list[float]] = {"energy": [], "val": []}
-        bar = tqdm(range(cfg.epochs), desc="vn_applied fit", disable=not cfg.progress or None, leave=False)
-        for _ in bar:
-            perm = torch.randperm(len(train), generator=gen)
-            total = 0.0
-            for start in range(0, len(train), cfg.batch_size):
-                i = perm[start : start + cfg.batch_size]
-                if cfg.train_codes == "clamped":
-                    inf = self.stack.infer(z[i], c[i], y[i], y_mask=None if ym is None else ym[i])
-                else:
-                    inf = self.stack.infer(z[i], c[i])
-                    inf.y, inf.y_mask = y[i][:, None], None if ym is None else ym[i][:, None]
-                self.stack.atomic_hebb(inf, cfg.rho_u, cfg.rho_s, cfg.rho_c, cfg.norm_policy, cfg.reseed_after)
-                total += float(inf.energy.sum())
-            self.history["energy"].append(total / len(train))
-            if val is None:
-                continue
-            v = self.score(val)
-            self.history["val"].append(v)
-            bar.set_postfix(energy=f"{self.history['energy'][-1]:.4g}", val=f"{v:.4g}")
-            if stopper.update(v, self):
-                break
-        stopper.restore(self)
+
+        def init(train: Split) -> None:  # on the training part only: validation stays unseen
+            if not bool(self.initialised):
+                if cfg.init == "data":
+                    self._init_from_data(train)
+                self.initialised.fill_(True)
+
+        z, c = self._split_input(split.x)
+        y, ym = self._targets(split)
+
+        def learn_batch(i: torch.Tensor) -> float:
+            if cfg.train_codes == "clamped":
+                inf = self.stack.infer(z[i], c[i], y[i], y_mask=None if ym is None else ym[i])
+            else:
+                inf = self.stack.infer(z[i], c[i])
+                inf.y, inf.y_mask = y[i][:, None], None if ym is None else ym[i][:, None]
+            self.stack.atomic_hebb(inf, cfg.rho_u, cfg.rho_s, cfg.rho_c, cfg.norm_policy, cfg.reseed_after)
+            return float(self.stack.energy(inf).sum())
+
+        fit_local(self, split, learn_batch, desc="vn_applied fit", on_start=init)
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         if x_mask is not None:
@@ -286,4 +246,4 @@ class AppliedVN(Model):
         return torch.cat(outs).reshape(x.shape[0], *self.spec.y_shape).to(torch.get_default_dtype())
 
 
-__all__ = ["AppliedVN", "AppliedVNConfig", "EarlyStopping", "tuning_code"]
+__all__ = ["AppliedVN", "AppliedVNConfig", "tuning_code"]

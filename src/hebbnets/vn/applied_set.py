@@ -11,8 +11,8 @@ composed from atoms and shared by all bodies and steps of the system::
 
 ``z_it = BodyEncoder(x)_it`` is a learned content encoder (``hebbnets.vn._body_encoder``). The
 rows of the system's energy are bodies x transitions: the ``W - 1`` changes observed in the
-window (standardised per feature by their training std) and, in training, the target row (the
-target standardised by its training std), with padded bodies masked out::
+window (standardised per feature by their std over the training part of the split) and, in
+training, the target row (the target standardised likewise), with padded bodies masked out::
 
     F(g) = beta/2 sum_rows ||target_r - U (g ⊙ S^T z_r)||^2 + lam ||g||_1
 
@@ -41,7 +41,7 @@ from .._validation import check_choice, check_int, check_positive
 from ..baselines.window_extrapolators import body_mask, window_changes
 from ..models import register
 from ..training import BackpropModel, Callback, TrainConfig
-from ._body_encoder import body_set_encoder
+from ._body_encoder import Standardise, body_set_encoder
 from .applied import NORM_POLICIES, AppliedAtomStack, AppliedInference
 
 
@@ -101,13 +101,6 @@ class _AtomicHebb(Callback):
         model.stack.atomic_hebb(model.last_inference, cfg.rho_u, cfg.rho_s, 0.0, cfg.norm_policy, cfg.reseed_after)
 
 
-def standardisers(split: Split, d: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Per-feature std ``(D,)`` of the window changes and of the targets over the real bodies."""
-    body = body_mask(split.x, split.x_mask) > 0  # (N, M)
-    ch = window_changes(split.x, d)[body]  # (bodies, W-1, D)
-    return ch.reshape(-1, d).std(0).clamp_min(1e-12), split.y[body].std(0).clamp_min(1e-12)
-
-
 @register("vn_applied_set")
 class AppliedSetVN(BackpropModel):
     """Set-level applied-weight Vector Network (module docstring)."""
@@ -121,16 +114,11 @@ class AppliedSetVN(BackpropModel):
                                       nonneg=cfg.nonneg, max_iter=cfg.max_iter, tol=cfg.tol)
         self.register_buffer("change_std", torch.ones(self.d))  # (D,) window changes
         self.register_buffer("target_std", torch.ones(self.d))  # (D,) targets
+        self.register_buffer("standardised", torch.zeros((), dtype=torch.bool))
         self.last_inference: AppliedInference | None = None
 
     def training_callbacks(self) -> list[Callback]:
-        return [_AtomicHebb()]
-
-    def _fit(self, split: Split) -> None:
-        cs, ts = standardisers(split, self.d)
-        self.change_std.copy_(cs)
-        self.target_std.copy_(ts)
-        super()._fit(split)
+        return [Standardise(), _AtomicHebb()]
 
     # -- rows ---------------------------------------------------------------------------------------
     def _rows(self, x: torch.Tensor, x_mask: torch.Tensor | None, y: torch.Tensor | None):
@@ -170,4 +158,4 @@ class AppliedSetVN(BackpropModel):
         return change * self.target_std * body_mask(x, x_mask)[..., None]
 
 
-__all__ = ["AppliedSetConfig", "AppliedSetVN", "standardisers"]
+__all__ = ["AppliedSetConfig", "AppliedSetVN"]
