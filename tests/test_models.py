@@ -134,6 +134,12 @@ def _codes(n, seed):  # (N, 8) one-hot pairs -> (N, 4, 4) outer products, decode
     return hn.Split(torch.cat([eye[a], eye[b]], 1), eye[a][:, :, None] * torch.rand(n, 1, 4, generator=g))
 
 
+def _ctx(n, seed):  # (N, 8 + 1) content and one context entry -> (N, 8)
+    g = torch.Generator().manual_seed(seed)
+    z, c = torch.randn(n, 8, generator=g), torch.rand(n, 1, generator=g) * 2 - 1
+    return hn.Split(torch.cat([z, c], 1), z * (1 + c))
+
+
 QUIET = dict(progress=False, epochs=2, batch_size=16)
 CASES = {  # model -> (tiny config, split maker)
     "vn": (dict(atoms=(6,), epochs=2, batch_size=16, max_iter=20, progress=False), _seq),
@@ -155,6 +161,11 @@ CASES = {  # model -> (tiny config, split maker)
     "rsgn_parity": (dict(n_nodes=16, d_hidden=4, n_steps=1, **QUIET), _cls),
     "centroid": (dict(), _cls),
     "lda": (dict(), _cls),
+    "vn_applied": (dict(atoms=(6,), context_dims=1, max_iter=20, **QUIET), _ctx),
+    "vn_applied_set": (dict(atoms=6, content=4, hidden=8, max_iter=20, **QUIET), _bodies),
+    "set_mlp": (dict(content=4, hidden=8, summary=4, **QUIET), _bodies),
+    "window_linear": (dict(), _bodies),
+    "system_ridge": (dict(), _bodies),
 }
 
 
@@ -185,10 +196,12 @@ class _StartState(hn.training.Callback):
         self.state = _state(model)
 
 
-LOCAL_RULES = {"vn": ("rho_s", "rho_u"), "vn_matrix": ("rho_u", "rho_s"), "vn_pairs": ("rho_in", "rho_out")}
+LOCAL_RULES = {"vn": ("rho_s", "rho_u"), "vn_matrix": ("rho_u", "rho_s"), "vn_pairs": ("rho_in", "rho_out"),
+               "vn_applied": ("rho_u", "rho_s", "rho_c")}
+CLOSED_FORM = {"centroid", "lda", "window_linear", "system_ridge"}
 
 
-@pytest.mark.parametrize("name", sorted(set(CASES) - set(LOCAL_RULES) - {"centroid", "lda"}))
+@pytest.mark.parametrize("name", sorted(set(CASES) - set(LOCAL_RULES) - CLOSED_FORM))
 def test_partial_fit_continues_backprop_models_from_their_weights(name):
     cfg, data = CASES[name]
     a, b = data(32, seed=1), data(40, seed=2)
@@ -229,6 +242,17 @@ def test_centroid_partial_fit_gives_the_means_over_all_samples():
     assert torch.equal(staged.counts, joint.counts)
     with pytest.raises(ValueError, match="^model:"):
         hn.models.make("lda").fit(a).partial_fit(b)
+
+
+@pytest.mark.parametrize("name", ["window_linear", "system_ridge"])
+def test_closed_form_dynamics_baselines_partial_fit_equals_the_joint_fit(name):
+    a, b = _bodies(30, seed=1), _bodies(44, seed=2)
+    cat = lambda f: torch.cat([getattr(a, f), getattr(b, f)])  # noqa: E731
+    both = hn.Split(cat("x"), cat("y"), x_mask=cat("x_mask"), y_mask=cat("y_mask"))
+    staged = hn.models.make(name).fit(a).partial_fit(b)
+    joint = hn.models.make(name).fit(both)
+    for key, value in joint.state_dict().items():
+        torch.testing.assert_close(staged.state_dict()[key], value, rtol=1e-6, atol=1e-8)
 
 
 def test_partial_fit_on_an_unfitted_model_is_fit():

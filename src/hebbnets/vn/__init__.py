@@ -3,6 +3,9 @@ from .fista import (
     FistaResult, fista, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
     soft_threshold,
 )
+from .applied import AppliedAtomLayer, AppliedAtomStack, AppliedInference
+from .applied_model import AppliedVN, AppliedVNConfig
+from .applied_set import AppliedSetConfig, AppliedSetVN
 from .matrix import (
     MatrixAtomLayer, MatrixInference, MatrixVN, MatrixVNConfig, PrivatePairLayer, lasso_reference,
 )
@@ -13,6 +16,13 @@ from .amortised import AmortisedVN, LISTA, LISTAConfig  # registers "lista"
 
 __all__ = [
     "AmortisedVN",
+    "AppliedAtomLayer",
+    "AppliedAtomStack",
+    "AppliedInference",
+    "AppliedSetConfig",
+    "AppliedSetVN",
+    "AppliedVN",
+    "AppliedVNConfig",
     "AtomLayer",
     "FistaResult",
     "Inference",
