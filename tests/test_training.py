@@ -179,3 +179,53 @@ def test_callbacks_must_be_callback_objects():
         m.fit(_data())
     with pytest.raises(ValueError, match="^fn:"):
         EpochEnd(3)
+
+
+def test_selectable_restricts_which_epoch_is_restored():
+    cfg = dict(epochs=8, lr=0.05, val_fraction=0.3, patience=100, batch_size=16)
+    free, _, _ = _fit_with_snapshots(**cfg)
+    assert free.selected_epoch < 5  # without a veto an early epoch wins (else the test is vacuous)
+
+    class LateOnly(Callback):
+        def selectable(self, model, epoch, history):
+            assert not model.training and len(history["val"]) == epoch + 1
+            return epoch >= 5
+
+    states = []
+    m = _mlp(**cfg)
+    m.callbacks = [LateOnly(), EpochEnd(lambda model, epoch, h: states.append(copy.deepcopy(model.state_dict())))]
+    m.fit(_data(n=60, seed=3))
+    h = m.train_history
+    assert h["selectable"] == [0.0] * 5 + [1.0] * 3
+    assert m.selected_epoch == 5 + h["val"][5:].index(min(h["val"][5:]))
+    for k, v in m.state_dict().items():
+        torch.testing.assert_close(v, states[m.selected_epoch][k])
+
+
+def test_no_selectable_epoch_keeps_the_last_weights_and_does_not_stop_early():
+    class Never(Callback):
+        def selectable(self, model, epoch, history):
+            return False
+
+    m = _mlp(epochs=5, patience=1, val_fraction=0.3)
+    m.callbacks = [Never()]
+    m.fit(_data(n=60, seed=3))
+    assert m.selected_epoch is None and len(m.train_history["val"]) == 5
+
+
+def test_per_sample_loss_averages_to_the_supervised_loss():
+    from hebbnets._model import DataSpec
+    from hebbnets.training import per_sample_loss, supervised_loss
+
+    g = torch.Generator().manual_seed(0)
+    logits, y = torch.randn(10, 4, generator=g), torch.arange(10) % 4
+    split, spec = hn.Split(torch.randn(10, 3), y), DataSpec((3,), (), 4)
+    per = per_sample_loss(logits, split, spec)
+    assert per.shape == (10,)
+    torch.testing.assert_close(per.mean(), supervised_loss(logits, split, spec))
+    torch.testing.assert_close(per[2], torch.nn.functional.cross_entropy(logits[2:3], y[2:3]))
+    out, target = torch.randn(10, 2, 3, generator=g), torch.randn(10, 2, 3, generator=g)
+    reg, rspec = hn.Split(torch.randn(10, 3), target), DataSpec((3,), (2, 3), None)
+    per = per_sample_loss(out, reg, rspec)
+    torch.testing.assert_close(per, ((out - target) ** 2).mean((1, 2)))
+    torch.testing.assert_close(per.mean(), supervised_loss(out, reg, rspec))

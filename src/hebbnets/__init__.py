@@ -12,7 +12,9 @@ from ._model import DataSpec, Model
 from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
+from . import continual, entanglement
 from . import bench
 from . import experiments
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "experiments", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "experiments", "metrics",
+           "models", "rsgn", "tasks", "training", "vn", "__version__"]

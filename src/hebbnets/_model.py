@@ -2,10 +2,18 @@
 
 A subclass supplies a ``Config`` dataclass and three hooks:
 
-* ``_build(spec)``: create parameters once the data shapes are known (first ``fit``);
-* ``_fit(split)``: train (the split is validated and matches ``spec``);
+* ``_build(spec)``: create parameters once the data shapes are known (every ``fit``);
+* ``_fit(split)``: train from the current state (the split is validated and matches ``spec``);
 * ``_predict(x, x_mask)``: return predictions shaped ``(N, *spec.y_shape)`` (class labels
-  ``(N,)`` for classification).
+  ``(N,)`` for classification);
+
+and optionally ``_partial_fit(split)`` (default: ``_fit``, which continues from the current
+state) and ``_reset()`` (forget per-fit state kept outside what ``_build`` creates).
+
+``fit`` follows scikit-learn: it starts fresh (every parameter, buffer and sub-module ``_build``
+made is dropped and built again under the seed), so a second ``fit`` equals a first one.
+``partial_fit`` continues learning from the current state (the first call on an unfitted model
+is a ``fit``); a continual-learning stage is one ``partial_fit``.
 
 Everything else (validation, seeding, scoring, safetensors checkpoints) lives here once.
 """
@@ -92,20 +100,65 @@ class Model(nn.Module):
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         raise NotImplementedError
 
+    def _partial_fit(self, split: Split) -> None:
+        """Continue training on ``split`` (default: ``_fit``, which starts from the current state)."""
+        self._fit(split)
+
+    def _reset(self) -> None:
+        """Drop what ``_build`` created (parameters, buffers, sub-modules), so ``fit`` starts fresh.
+
+        A subclass that keeps other learned state across fits (outside ``_build``) extends this.
+        """
+        for name in getattr(self, "_built_names", ()):
+            if hasattr(self, name):
+                delattr(self, name)
+        self._built_names: tuple[str, ...] = ()
+        self.spec = None
+
+    def _build_recorded(self, spec: DataSpec) -> None:
+        """``_build(spec)``, remembering the names it registered (for ``_reset``)."""
+        before = set(self._parameters) | set(self._buffers) | set(self._modules)
+        self._build(spec)
+        after = set(self._parameters) | set(self._buffers) | set(self._modules)
+        self._built_names = tuple(sorted(after - before))
+
     # -- public API --------------------------------------------------------------------------
     def fit(self, split: Split) -> "Model":
-        """Train on ``split``; shapes are inferred at the first call. Returns ``self``."""
+        """Train on ``split`` from scratch; returns ``self``.
+
+        Starts fresh every time (scikit-learn's convention): the model is built again for the
+        split's shapes under ``seed``, so ``fit`` after ``fit`` equals one ``fit`` of a new model
+        with the same seed. Use ``partial_fit`` to continue from the current state.
+        """
         if not isinstance(split, Split):
             raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
         # fork_rng: a seeded model is reproducible without touching the caller's global RNG
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            if self.spec is None:
-                self.spec = DataSpec.from_split(split)
-                self._build(self.spec)
-            else:
-                self._check_compatible(split)
+            self._reset()
+            self.spec = DataSpec.from_split(split)
+            self._build_recorded(self.spec)
             self._fit(split)
+        return self
+
+    def partial_fit(self, split: Split) -> "Model":
+        """Continue learning on ``split`` from the current state; returns ``self``.
+
+        Nothing is re-initialised (scikit-learn's convention): this is how a model learns
+        stages one after the other. On a model that was never fitted it is ``fit``. The split's
+        per-sample shapes must match the fitted ones (``ValueError`` naming ``split`` if not).
+        What "continue" means per model: backprop models run the same training loop again
+        (``hebbnets.training.train_backprop``) from the current weights with a fresh optimiser
+        state; a Vector Network runs Atomic-Hebb from its current atoms.
+        """
+        if not isinstance(split, Split):
+            raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
+        if self.spec is None:
+            return self.fit(split)
+        self._check_compatible(split)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            self._partial_fit(split)
         return self
 
     @torch.no_grad()
@@ -172,6 +225,11 @@ class Model(nn.Module):
             raise ValueError(f"split: x per-sample shape {tuple(split.x.shape[1:])} differs from the fitted {spec.x_shape}")
         if tuple(split.y.shape[1:]) != spec.y_shape or split.is_classification != spec.is_classification:
             raise ValueError(f"split: y per-sample shape {tuple(split.y.shape[1:])} differs from the fitted {spec.y_shape}")
+        if (split.x_mask is not None) != spec.x_masked:
+            have = "has an x_mask" if split.x_mask is not None else "has no x_mask"
+            raise ValueError(f"split: {have}, unlike the split the model was fitted on")
+        if spec.is_classification and int(split.y.max()) >= spec.n_classes:
+            raise ValueError(f"split: class label {int(split.y.max())} is beyond the fitted {spec.n_classes} classes")
 
     def extra_repr(self) -> str:
         return f"seed={self.seed}, config={self.config}"
@@ -186,7 +244,7 @@ def build_from_checkpoint(cls: type[Model], path: str | os.PathLike, meta: dict[
     model.spec = DataSpec.from_dict(meta["spec"])
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(model.seed)
-        model._build(model.spec)
+        model._build_recorded(model.spec)
     state = load_file(str(Path(path) / WEIGHTS_FILE))
     model.load_state_dict(state, strict=True)
     return model

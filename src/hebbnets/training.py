@@ -13,9 +13,22 @@ epochs, or the last epoch's.
 Callbacks (``Callback`` subclasses) observe or extend training at fixed points::
 
     on_fit_start(model, train, val)               before the first epoch
+    penalty(model, batch)                         a term added to the batch's training loss
     on_step_end(model, step, batch, loss)         after each optimiser step (train mode)
     on_epoch_end(model, epoch, history)           after validation, in eval mode
     on_fit_end(model)                             after the selected weights are restored
+    selectable(model, epoch, history) -> bool     after validation: may this epoch be restored?
+
+``selectable`` lets a model restrict which epochs ``restore`` may choose (e.g. RSGN: only epochs
+whose measured validation activity meets its target); an epoch is a candidate only if every
+callback agrees, ``history["selectable"]`` records the verdicts and ``model.selected_epoch`` the
+epoch whose weights the fit ends with (``None``: the last epoch's, because ``restore="last"``, there
+is no validation set, or no epoch was selectable). Early stopping counts epochs without
+improvement only once some epoch was selectable.
+
+``penalty`` is how a regulariser that needs state from earlier fits enters the objective (e.g.
+EWC's quadratic penalty, ``hebbnets.baselines.ewc``, switched on by ``ewc_lambda > 0``); the
+recorded training loss includes it, validation and early stopping never do.
 
 A model contributes its own (e.g. RSGN's slow local rules run ``on_step_end``: they change
 the model between optimiser steps, never inside ``forward``) through
@@ -62,15 +75,21 @@ class TrainConfig:
     # lower validation loss), "best_val_accuracy" (classification; the state of the first epoch
     # with the highest validation accuracy, early stopping likewise), "last" (no early stopping)
     restore: str = "best_val_loss"
+    # elastic weight consolidation (Kirkpatrick et al. 2017) across partial_fit stages: after every
+    # fit the diagonal Fisher on (at most ewc_samples of) its training data is kept, and later fits
+    # add ewc_lambda/2 sum_i F_i (theta_i - theta*_i)^2 per finished stage; 0 = off
+    ewc_lambda: float = 0.0
+    ewc_samples: int = 1024
 
     def __post_init__(self) -> None:
         check_positive(self.lr, "lr")
+        check_positive(self.ewc_lambda, "ewc_lambda", allow_zero=True)
         check_positive(self.weight_decay, "weight_decay", allow_zero=True)
         check_positive(self.grad_clip, "grad_clip", allow_zero=True)
         for name, allowed in (("optimizer", OPTIMIZERS), ("schedule", SCHEDULES), ("restore", RESTORES)):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: unknown {getattr(self, name)!r}; expected one of {list(allowed)}")
-        check_int_fields(self, ("epochs", "batch_size", "patience"))
+        check_int_fields(self, ("epochs", "batch_size", "patience", "ewc_samples"))
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction: must be in [0, 1), got {self.val_fraction!r}")
 
@@ -87,6 +106,29 @@ def validation_size(n: int, fraction: float) -> int:
     return 0 if fraction == 0 else min(max(1, round(fraction * n)), n - 1)
 
 
+def per_sample_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Tensor:
+    """The supervised loss of each sample ``(N,)``: cross-entropy for class labels, else the
+    (masked) mean squared error over the sample's entries, weighted as ``supervised_loss``
+    weights them (a sample with no weighted entry scores 0). For local rules that need a
+    per-sample reward, e.g. RSGN's three-factor Hebbian rule."""
+    if spec.is_classification:
+        return F.cross_entropy(out, split.y, reduction="none")
+    err = ((out - split.y) ** 2).reshape(out.shape[0], -1)
+    weight = _loss_weight(split)
+    if weight is None:
+        return err.mean(1)
+    weight = weight.reshape(out.shape[0], -1)
+    return (err * weight).sum(1) / weight.sum(1).clamp_min(1)
+
+
+def _loss_weight(split: Split) -> torch.Tensor | None:
+    weight = split.y_mask
+    if split.metric == "mse_missing" and split.x_mask is not None and split.x_mask.shape == split.y.shape:
+        missing = 1.0 - split.x_mask
+        weight = missing if weight is None else weight * missing
+    return weight
+
+
 def supervised_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Tensor:
     """Cross-entropy for class labels, (masked) MSE for float targets.
 
@@ -96,10 +138,7 @@ def supervised_loss(out: torch.Tensor, split: Split, spec: DataSpec) -> torch.Te
     if spec.is_classification:
         return F.cross_entropy(out, split.y)
     err = (out - split.y) ** 2
-    weight = split.y_mask
-    if split.metric == "mse_missing" and split.x_mask is not None and split.x_mask.shape == split.y.shape:
-        missing = 1.0 - split.x_mask
-        weight = missing if weight is None else weight * missing
+    weight = _loss_weight(split)
     if weight is None:
         return err.mean()
     return (err * weight).sum() / weight.sum().clamp_min(1)
@@ -111,6 +150,10 @@ class Callback:
     def on_fit_start(self, model: "BackpropModel", train: Split, val: Split | None) -> None:
         """Before the first epoch; ``train``/``val`` are the carved parts of the split."""
 
+    def penalty(self, model: "BackpropModel", batch: Split) -> torch.Tensor | None:
+        """A differentiable scalar added to the training loss of ``batch`` (``None``: nothing)."""
+        return None
+
     def on_step_end(self, model: "BackpropModel", step: int, batch: Split, loss: torch.Tensor) -> None:
         """After optimiser step ``step`` (0-based, counted over the fit) on ``batch``; ``loss``
         is the batch's detached training loss."""
@@ -120,6 +163,11 @@ class Callback:
 
     def on_fit_end(self, model: "BackpropModel") -> None:
         """After the selected weights are restored."""
+
+    def selectable(self, model: "BackpropModel", epoch: int, history: dict[str, list[float]]) -> bool:
+        """After epoch ``epoch``'s validation (eval mode, before ``on_epoch_end``): whether its
+        weights may be the ones ``restore`` keeps (default: yes)."""
+        return True
 
 
 class EpochEnd(Callback):
@@ -145,8 +193,19 @@ class BackpropModel(Model):
         raise NotImplementedError
 
     def training_callbacks(self) -> list[Callback]:
-        """The model's own callbacks, run before the user's (default: none)."""
-        return []
+        """The model's own callbacks, run before the user's (default: the EWC penalty when
+        ``ewc_lambda > 0``; a subclass that adds its own extends this list)."""
+        if not getattr(self.config, "ewc_lambda", 0.0):
+            return []
+        if getattr(self, "_ewc", None) is None:
+            from .baselines.ewc import EWC  # baselines import this module
+
+            self._ewc = EWC(self.config.ewc_lambda, samples=self.config.ewc_samples)
+        return [self._ewc]
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._ewc = None  # a fresh fit forgets earlier stages' Fisher information and anchors
 
     def _loss(self, batch: Split) -> torch.Tensor:
         """Training objective on one batch (default: the supervised loss of ``_forward``).
@@ -168,8 +227,30 @@ class BackpropModel(Model):
         return out.argmax(-1) if self.spec.is_classification else out
 
 
+def _is_riemannian(p: torch.Tensor) -> bool:
+    manifold = getattr(p, "manifold", None)  # a geoopt.ManifoldParameter
+    return manifold is not None and type(manifold).__name__ != "Euclidean" and p.requires_grad
+
+
 def make_optimizer(params, cfg: TrainConfig) -> torch.optim.Optimizer:
-    """Adam (weight decay as an L2 term of the gradient) or AdamW (decoupled decay)."""
+    """Adam (weight decay as an L2 term of the gradient) or AdamW (decoupled decay).
+
+    When a trainable parameter lives on a manifold (a ``geoopt.ManifoldParameter``, e.g. RSGN's
+    node positions in the Poincaré ball), "adam" is geoopt's ``RiemannianAdam``: the same Adam
+    for the Euclidean parameters, Riemannian gradients and retractions on the manifold ones,
+    which get no weight decay (an L2 pull in ball coordinates has no geometric meaning)."""
+    params = list(params)
+    manifold = [p for p in params if _is_riemannian(p)]
+    if manifold:
+        if cfg.optimizer != "adam":
+            raise ValueError(f"optimizer: {cfg.optimizer!r} has no Riemannian form; a model with manifold "
+                             f"parameters trains with 'adam' (geoopt's RiemannianAdam)")
+        import geoopt
+
+        ids = {id(p) for p in manifold}
+        groups = [{"params": [p for p in params if id(p) not in ids], "weight_decay": cfg.weight_decay},
+                  {"params": manifold, "weight_decay": 0.0}]
+        return geoopt.optim.RiemannianAdam(groups, lr=cfg.lr)
     cls = torch.optim.AdamW if cfg.optimizer == "adamw" else torch.optim.Adam
     return cls(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
 
@@ -209,10 +290,11 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
     train, val = split.subset(tr_idx), (split.subset(va_idx) if len(va_idx) else None)
     opt = make_optimizer(model.parameters(), cfg)
     best, best_state, stale = math.inf, None, 0
-    history: dict[str, list[float]] = {"train": [], "val": [], "lr": [], "grad_norm": []}
+    history: dict[str, list[float]] = {"train": [], "val": [], "lr": [], "grad_norm": [], "selectable": []}
     if spec.is_classification:
         history["val_accuracy"] = []
     model.train_history = history
+    model.selected_epoch = None
     for cb in hooks:
         cb.on_fit_start(model, train, val)
     step = 0
@@ -227,6 +309,10 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
             loss = model._loss(batch)
+            for cb in hooks:
+                extra = cb.penalty(model, batch)
+                if extra is not None:
+                    loss = loss + extra
             opt.zero_grad(set_to_none=True)
             loss.backward()
             if cfg.grad_clip > 0:
@@ -251,13 +337,16 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
             bar.set_postfix(train=f"{history['train'][-1]:.4g}", val=f"{v:.4g}")
             if spec.is_classification:
                 history["val_accuracy"].append(float((out.argmax(-1) == val.y).float().mean()))
+            ok = all([cb.selectable(model, epoch, history) for cb in hooks])  # every hook is asked
+            history["selectable"].append(float(ok))
             if cfg.restore != "last":
                 # lower is better: the loss, or minus the accuracy (strict: the first best epoch wins)
                 score = v if cfg.restore == "best_val_loss" else -history["val_accuracy"][-1]
-                if score < best - 1e-12:
+                if ok and score < best - 1e-12:
                     best, stale = score, 0
                     best_state = copy.deepcopy(model.state_dict())
-                else:
+                    model.selected_epoch = epoch
+                elif best_state is not None:
                     stale += 1
                     stop = stale >= cfg.patience
         for cb in hooks:

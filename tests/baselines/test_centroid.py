@@ -3,7 +3,7 @@ import pytest
 import torch
 
 import hebbnets as hn
-from hebbnets.baselines.centroid import mean_pool
+from hebbnets.baselines.centroid import ends_pool, mean_pool
 
 
 
@@ -48,3 +48,28 @@ def test_mean_pool_and_errors():
         hn.models.make("centroid").fit(hn.Split(torch.randn(5, 3), torch.randn(5)))
     with pytest.raises(ValueError, match="shrinkage"):
         hn.models.make("lda", shrinkage=0.5)
+
+
+def test_lda_on_the_two_ends_reads_the_first_and_last_tokens(tmp_path):
+    # the class sits only in the first 3 and last 3 of 20 tokens, in opposite directions, so
+    # the two ends cancel in the mean: LDA on the mean is at chance, LDA on the ends is not
+    g = torch.Generator().manual_seed(0)
+    n, t, d, c = 300, 20, 4, 3
+    y = torch.arange(n) % c
+    code = torch.nn.functional.one_hot(y, d).float()
+    x = 0.3 * torch.randn(n, t, d, generator=g)
+    x[:, :3] += code[:, None]
+    x[:, -3:] -= code[:, None]
+    tr, te = hn.Split(x[:200], y[:200]), hn.Split(x[200:], y[200:])
+    ends = hn.models.make("lda", pool="ends", n_ends=3).fit(tr)
+    assert ends.score(te) > 0.95 and hn.models.make("lda").fit(tr).score(te) < 0.6
+    torch.testing.assert_close(ends_pool(x, 3), torch.cat([x[:, :3].mean(1), x[:, -3:].mean(1)], 1))
+    f = ends_pool(te.x, 3).double().numpy()
+    assert np.array_equal(ends.predict(te.x).numpy(), ends._sk.predict(f))  # the buffers are sklearn's model
+    ends.save(tmp_path / "e")
+    assert torch.equal(hn.models.load(tmp_path / "e").predict(te.x), ends.predict(te.x))
+    for bad in (dict(pool="last"), dict(n_ends=0)):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            hn.models.make("lda", **bad)
+    with pytest.raises(ValueError, match="x"):
+        hn.models.make("lda", pool="ends", n_ends=30).fit(tr)

@@ -1,3 +1,5 @@
+import math
+
 import geoopt
 import pytest
 import torch
@@ -74,6 +76,55 @@ def test_knn_matches_brute_force_and_excludes_self():
     assert torch.equal(nb.sort(1).values, ref.sort(1).values)
     with pytest.raises(ValueError, match="k"):
         G.knn(p, 300)
+
+
+def _with_ties(n, seed, scale):
+    p = _points(n, seed=seed, scale=scale)
+    return torch.cat([p, p[: n // 3], p[: n // 6]])  # exact duplicates: exact distance ties
+
+
+def _reference_knn(p, k):
+    # the plain definition: all distances in float64, self excluded, sorted by (distance, index)
+    t = ((p[:, None] - p[None]) ** 2).sum(-1) / ((1 - (p * p).sum(-1))[:, None] * (1 - (p * p).sum(-1))[None])
+    t.fill_diagonal_(float("inf"))
+    return torch.sort(t, dim=1, stable=True).indices[:, :k]
+
+
+@pytest.mark.parametrize("scale", [0.3, 1.5])  # a dense cluster; points near the boundary
+def test_knn_kdtree_equals_brute_force_including_ties(scale):
+    p = _with_ties(400, seed=21, scale=scale)
+    for k in (1, 5, 16):
+        ref = _reference_knn(p, k)
+        assert torch.equal(G.knn(p, k, block=97), ref)  # the brute-force builder, ties included
+        assert torch.equal(G.knn_kdtree(p, k, chunk=130), ref)  # the tree, in several query chunks
+    with pytest.raises(ValueError, match="k"):
+        G.knn_kdtree(p, p.shape[0])
+
+
+def test_hyperbolic_ball_is_a_euclidean_ball():
+    x = _points(50, seed=22, scale=1.0)
+    g = torch.Generator().manual_seed(23)
+    for r in (0.05, 0.7, 3.0):
+        t = torch.full((50,), math.sinh(r / 2) ** 2, dtype=torch.float64)  # d = 2 asinh(sqrt t) = r
+        centre, radius = G.hyperbolic_ball(x.numpy(), t.numpy())
+        u = torch.randn(50, 8, 3, generator=g, dtype=torch.float64)
+        u = u / G.BALL.norm(x[:, None], u, keepdim=True) * r  # tangent vectors of Riemannian length r
+        y = G.expmap(x[:, None].expand_as(u), u)  # points at geodesic distance r from x
+        torch.testing.assert_close(G.dist(x[:, None], y), torch.full((50, 8), r, dtype=torch.float64))
+        e = (y - torch.from_numpy(centre)[:, None]).norm(dim=-1)  # their Euclidean distance to the centre
+        torch.testing.assert_close(e, torch.from_numpy(radius)[:, None].expand(50, 8), rtol=1e-7, atol=1e-9)
+
+
+def test_nearest_kdtree_matches_brute_force():
+    keys = _points(60, seed=24, scale=1.2)
+    keys = torch.cat([keys, keys[:10]])  # ties: the smaller index wins
+    q = torch.cat([_points(500, seed=25, scale=1.2), keys[:5]])
+    t, idx = G.nearest_kdtree(keys.numpy(), q.numpy())
+    ref = ((q[:, None] - keys[None]) ** 2).sum(-1) / ((1 - (q * q).sum(-1))[:, None] * (1 - (keys * keys).sum(-1))[None])
+    r_t, r_idx = torch.sort(ref, dim=1, stable=True)
+    assert torch.equal(torch.from_numpy(idx), r_idx[:, 0])
+    torch.testing.assert_close(torch.from_numpy(t), r_t[:, 0])
+    assert idx[-5:].tolist() == list(range(5))
 
 
 def _assert_inside(p):

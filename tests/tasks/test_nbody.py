@@ -42,19 +42,52 @@ def test_shapes_and_padding(task):
 def test_ood_conditions_absent_from_training(task):
     p = task.params
     act, nb = task.info["active_laws"], task.info["n_bodies"]
-    # training and id: exactly one law, N in the training range
+    fewer_laws = torch.tensor([law in p["fewer_laws"] for law in nbody.LAWS])  # (4,)
+    # training and id: exactly one law; N in [n_min, n_max], or N = n_fewer with a law of fewer_laws
     for key in ("train", "id"):
         assert bool((act[key].sum(1) == 1).all())
-        assert bool(((nb[key] >= p["n_min"]) & (nb[key] <= p["n_max"])).all())
+        many = (nb[key] >= p["n_min"]) & (nb[key] <= p["n_max"])
+        few = (nb[key] == p["n_fewer"]) & (act[key] & fewer_laws).any(1)
+        assert bool((many | few).all())
     for key in ("ood_forces", "ood_both"):
         assert bool((act[key].sum(1) >= 2).all())
     for key in ("ood_fewer", "ood_both"):
-        assert bool((nb[key] == p["n_fewer"]).all()) and p["n_fewer"] < int(nb["train"].min())
-    assert bool((act["ood_fewer"].sum(1) == 1).all())
+        assert bool((nb[key] == p["n_fewer"]).all())
+    # ood_fewer: a single law never trained with n_fewer bodies
+    assert bool((act["ood_fewer"].sum(1) == 1).all()) and not bool((act["ood_fewer"] & fewer_laws).any())
     assert bool(((nb["ood_forces"] >= p["n_min"]) & (nb["ood_forces"] <= p["n_max"])).all())
-    # every single law is trained (so ood_forces only recombines familiar factors)
-    big = hn.tasks.make("nbody", seed=0, n_train=200, n_test=5, rollout_steps=1, substeps=1)
-    assert bool((big.info["active_laws"]["train"].sum(0) > 0).all())
+
+
+def test_every_law_and_body_count_of_the_ood_splits_is_trained_only_the_combination_is_new():
+    big = hn.tasks.make("nbody", seed=0, n_train=400, n_test=60, rollout_steps=1, substeps=1)
+    act, nb = big.info["active_laws"], big.info["n_bodies"]
+    trained_pairs = {(law, int(n)) for a, n in zip(act["train"], nb["train"]) for law in a.nonzero().flatten().tolist()}
+    trained_laws = {law for law, _ in trained_pairs}
+    trained_counts = {n for _, n in trained_pairs}
+    assert trained_laws == set(range(len(nbody.LAWS)))
+    for key in ("ood_forces", "ood_fewer", "ood_both"):
+        laws = set(act[key].nonzero()[:, 1].tolist())
+        counts = set(nb[key].tolist())
+        assert laws <= trained_laws and counts <= trained_counts, key
+    # what is new: several laws at once (ood_forces, ood_both) or a (law, N) pair (ood_fewer)
+    fewer_pairs = {(law, int(n)) for a, n in zip(act["ood_fewer"], nb["ood_fewer"]) for law in a.nonzero().flatten().tolist()}
+    assert fewer_pairs and not fewer_pairs & trained_pairs
+
+
+def test_law_strengths_vary_per_system_within_the_spread(task):
+    p = task.params
+    nominal = torch.tensor([float(p[law]) for law in nbody.LAWS])
+    for key, s in task.info["strengths"].items():
+        act = task.info["active_laws"][key]
+        assert bool((s[~act] == 0).all())  # inactive laws are off
+        ratio = s[act] / nominal.expand_as(s)[act]
+        assert float(ratio.min()) >= 1 - p["strength_spread"] - 1e-6
+        assert float(ratio.max()) <= 1 + p["strength_spread"] + 1e-6
+    ratio = task.info["strengths"]["train"][task.info["active_laws"]["train"]]
+    assert len(torch.unique(ratio)) > 10  # not one value per law
+    fixed = hn.tasks.make("nbody", seed=3, strength_spread=0.0, **TINY)
+    act = fixed.info["active_laws"]["train"]
+    torch.testing.assert_close(fixed.info["strengths"]["train"][act], nominal.expand(len(act), 4)[act])
 
 
 def test_targets_are_scaled_next_step_changes(task):
@@ -122,6 +155,11 @@ def test_bad_arguments_raise(task):
         hn.tasks.make("nbody", seed=0, target="velocity", **TINY)
     with pytest.raises(ValueError, match="drag"):
         hn.tasks.make("nbody", seed=0, drag=0.0, **TINY)
+    with pytest.raises(ValueError, match="strength_spread"):
+        hn.tasks.make("nbody", seed=0, strength_spread=1.0, **TINY)
+    for bad in (("drag", "drag"), ("gravity", "drag", "lorentz", "spring"), ("friction",), ()):
+        with pytest.raises(ValueError, match="fewer_laws"):
+            hn.tasks.make("nbody", seed=0, fewer_laws=bad, **TINY)
     with pytest.raises(ValueError, match="steps"):
         nbody.rollout_mse(_Zero(), task, "id", steps=4)
     with pytest.raises(ValueError, match="split_name"):
@@ -135,6 +173,10 @@ TINY_MODELS = {
     "gnn": dict(hidden=8, epochs=2, progress=False),
     "transformer": dict(d_model=8, n_heads=2, n_layers=1, d_ff=16, epochs=2, progress=False),
     "vn": dict(atoms=(8,), epochs=1, max_iter=10, progress=False),
+    "window_linear": {},
+    "system_ridge": {},
+    "vn_applied_set": dict(atoms=8, content=6, hidden=8, epochs=1, max_iter=10, progress=False),
+    "set_mlp": dict(content=6, hidden=8, summary=4, epochs=1, progress=False),
 }
 
 

@@ -4,6 +4,7 @@ from .mlp import MLP, MLPConfig
 from . import cnn, factorized, mamba, transformer, vae  # noqa: F401  (register "cnn", "factorized", "mamba", "transformer", "vae")
 from . import autoencoders, gnn  # noqa: F401  (register "ae", "conv_ae", "gnn")
 from . import centroid, lstm, sparse_transformer  # noqa: F401  (register "centroid", "lda", "lstm", "sparse_transformer")
+from . import set_mlp, window_extrapolators  # noqa: F401  (register "set_mlp", "window_linear", "system_ridge")
 
 __all__ = [
     "BackpropModel",

@@ -5,7 +5,10 @@
   (``sklearn.discriminant_analysis.LinearDiscriminantAnalysis``).
 
 Inputs ``(N, T, D)`` are averaged over every axis but the last (``(N, D)`` inputs are used as
-they are), so these models see exactly what a bag of tokens carries. The fitted scikit-learn
+they are), so these models see exactly what a bag of tokens carries. ``lda`` with
+``pool="ends"`` instead reads the mean of the first ``n_ends`` and the mean of the last
+``n_ends`` tokens side by side (``2 D`` features): the trivial baseline of a task whose signal
+sits at the two ends of the sequence (the RSGN paper's long-range task). The fitted scikit-learn
 quantities are copied into buffers, so prediction is a torch expression and checkpoints are
 safetensors like every other model (tested to agree with scikit-learn's own ``predict``).
 """
@@ -18,6 +21,7 @@ import torch
 
 from .._model import DataSpec, Model
 from .._split import Split
+from .._validation import check_int
 from ..models import register
 
 
@@ -30,6 +34,14 @@ def mean_pool(x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tens
     if x_mask is None:
         return x.mean(dims)
     return (x * x_mask).sum(dims) / x_mask.sum(dims).clamp_min(1)
+
+
+def ends_pool(x: torch.Tensor, n_ends: int, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+    """``(N, T, D)`` -> ``(N, 2 D)``: the mean of the first ``n_ends`` tokens next to the mean of
+    the last ``n_ends`` (with a mask, of their observed entries)."""
+    first = mean_pool(x[:, :n_ends], None if x_mask is None else x_mask[:, :n_ends])
+    last = mean_pool(x[:, -n_ends:], None if x_mask is None else x_mask[:, -n_ends:])
+    return torch.cat([first, last], dim=1)
 
 
 def _check_classification(spec: DataSpec, name: str) -> None:
@@ -52,6 +64,7 @@ class NearestCentroidModel(Model):
     def _build(self, spec: DataSpec) -> None:
         _check_classification(spec, "centroid")
         self.register_buffer("centroids", torch.zeros(spec.n_classes, spec.x_shape[-1]))  # (C, D)
+        self.register_buffer("counts", torch.zeros(spec.n_classes, dtype=torch.long))  # (C,) samples per class
 
     def _fit(self, split: Split) -> None:
         from sklearn.neighbors import NearestCentroid
@@ -62,7 +75,19 @@ class NearestCentroidModel(Model):
         cent = torch.full_like(self.centroids, float("inf"), dtype=torch.float64)
         cent[torch.as_tensor(sk.classes_)] = torch.as_tensor(sk.centroids_)  # classes absent in train never win
         self.centroids = cent.to(self.centroids.dtype)
+        self.counts = torch.bincount(split.y, minlength=len(self.counts))
         self._sk = sk  # kept for the agreement test; not part of the checkpoint
+
+    def _partial_fit(self, split: Split) -> None:
+        """Merge the new samples into the class means (exactly the means over all samples seen)."""
+        feats = mean_pool(split.x, split.x_mask).double()  # (N, D)
+        new = torch.bincount(split.y, minlength=len(self.counts))  # (C,)
+        sums = torch.zeros(len(new), feats.shape[1], dtype=torch.float64).index_add_(0, split.y, feats)
+        old = torch.nan_to_num(self.centroids.double(), posinf=0.0) * self.counts[:, None]
+        total = self.counts + new
+        merged = (old + sums) / total.clamp_min(1)[:, None]
+        self.centroids = torch.where(total[:, None] > 0, merged, torch.inf).to(self.centroids.dtype)
+        self.counts = total
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         f = mean_pool(x, x_mask).to(self.centroids.dtype)  # (N, D)
@@ -74,8 +99,13 @@ class NearestCentroidModel(Model):
 class LDAConfig:
     solver: str = "svd"
     shrinkage: float | None = None  # only with solver "lsqr" / "eigen"
+    pool: str = "mean"  # "mean": bag of tokens; "ends": first and last n_ends tokens (see module docstring)
+    n_ends: int = 8
 
     def __post_init__(self) -> None:
+        if self.pool not in ("mean", "ends"):
+            raise ValueError(f"pool: unknown {self.pool!r}; expected one of ['ends', 'mean']")
+        check_int(self.n_ends, "n_ends")
         if self.solver not in ("svd", "lsqr", "eigen"):
             raise ValueError(f"solver: unknown {self.solver!r}; expected one of ['eigen', 'lsqr', 'svd']")
         if self.shrinkage is not None and (self.solver == "svd" or not 0.0 <= self.shrinkage <= 1.0):
@@ -85,20 +115,31 @@ class LDAConfig:
 @register("lda")
 class LDAModel(Model):
     """Linear discriminant analysis (pooled covariance, empirical class priors) on mean-pooled
-    inputs; the decision function ``f W^T + b`` is stored as buffers."""
+    inputs (or the two ends' means, ``pool="ends"``); the decision function ``f W^T + b`` is
+    stored as buffers."""
 
     Config = LDAConfig
+
+    def _features(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        if self.config.pool == "ends":
+            return ends_pool(x, self.config.n_ends, x_mask)
+        return mean_pool(x, x_mask)
 
     def _build(self, spec: DataSpec) -> None:
         _check_classification(spec, "lda")
         c, d = spec.n_classes, spec.x_shape[-1]
+        if self.config.pool == "ends":
+            if len(spec.x_shape) != 2 or spec.x_shape[0] < self.config.n_ends:
+                raise ValueError(f"x: pool='ends' needs (N, T, D) inputs with T >= n_ends ({self.config.n_ends}), "
+                                 f"got per-sample shape {spec.x_shape}")
+            d = 2 * d
         self.register_buffer("coef", torch.zeros(c, d, dtype=torch.float64))  # (C, D)
         self.register_buffer("intercept", torch.full((c,), -torch.inf, dtype=torch.float64))  # (C,)
 
     def _fit(self, split: Split) -> None:
         from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
-        feats = mean_pool(split.x, split.x_mask).double().numpy()  # (N, D)
+        feats = self._features(split.x, split.x_mask).double().numpy()  # (N, D) or (N, 2 D)
         sk = LinearDiscriminantAnalysis(solver=self.config.solver, shrinkage=self.config.shrinkage)
         sk.fit(feats, split.y.numpy())
         coef, icpt = np.asarray(sk.coef_), np.asarray(sk.intercept_)
@@ -111,6 +152,10 @@ class LDAModel(Model):
         self.intercept = torch.full_like(self.intercept, -torch.inf).index_copy(0, cls, torch.as_tensor(icpt))
         self._sk = sk
 
+    def _partial_fit(self, split: Split) -> None:
+        raise ValueError("model: 'lda' cannot continue from its state (scikit-learn's "
+                         "LinearDiscriminantAnalysis keeps no incremental statistics); fit it on all the data")
+
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        f = mean_pool(x, x_mask).double()  # (N, D)
+        f = self._features(x, x_mask).double()  # (N, D) or (N, 2 D)
         return (f @ self.coef.T + self.intercept).argmax(1)  # (N,)

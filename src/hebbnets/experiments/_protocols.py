@@ -150,7 +150,11 @@ def activity(model: Any) -> dict[str, float]:
     stats = getattr(model, "last_stats", None)
     if not stats or "active_fraction" not in stats:
         return {}
-    return {"active_fraction": float(stats["active_fraction"][-1]), "edges_per_sample": float(stats["edges_per_sample"])}
+    out = {"active_fraction": float(stats["active_fraction"][-1]), "edges_per_sample": float(stats["edges_per_sample"])}
+    for key in ("activity", "activity_post_cap"):  # sparse RSGN: mean over steps, before / after its cap
+        if key in stats:
+            out[key] = float(stats[key])
+    return out
 
 
 # -- built-in protocols -------------------------------------------------------------------------

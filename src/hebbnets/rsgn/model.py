@@ -1,42 +1,88 @@
 """The sparse Resonant Sparse Geometry Network (registered ``"rsgn"``).
 
-Read top to bottom: config, graph (edge list), ignition, one propagation step (sparse
-gather/scatter and its dense reference), inhibition, readout, the model, the slow rules.
+Read top to bottom: config, graph (edge list), inhibition and the cap, one propagation step
+(sparse gather/scatter and its dense reference), the model (ignition, propagation, readout),
+the slow rules.
 
-Nodes ``i = 1..N`` carry a position ``p_i`` in the Poincaré ball (``p = to_ball(z)``), a threshold
-``theta_i`` and a level ``l_i``. Connectivity is an edge list: every node has ``k`` out-edges to
-its ``k`` nearest nodes by geodesic distance, rebuilt on the slow timescale (never per sample),
-stored as ``nbr (N, k)`` (destinations), ``alive (N, k)`` (pruned edges are dead) and a free
-per-edge affinity ``a (N, k)``. Structural plasticity prunes weak edges and sprouts edges to
-correlated 2-hop nodes into pruned slots (``sprouted (N, k)``, with the pruned kNN edge each one
+Nodes ``i = 1..N`` carry a position ``p_i`` in the Poincaré ball (a ``geoopt.ManifoldParameter``),
+a threshold ``theta_i`` and a level ``l_i``. Connectivity is an edge list: every node has ``k``
+out-edges to its ``k`` nearest nodes by geodesic distance (exact, from a KD-tree, see
+``geometry.knn_kdtree``), rebuilt on the slow timescale (never per sample), stored as
+``nbr (N, k)`` (destinations), ``alive (N, k)`` (pruned edges are dead) and a free per-edge
+affinity ``a (N, k)``. Structural plasticity prunes weak edges and sprouts edges to correlated
+2-hop nodes into pruned slots (``sprouted (N, k)``, with the pruned kNN edge each one
 ``displaced``), so kNN rebuilds neither revive pruned edges nor drop sprouted ones. Edge weights
 exist on edges only:
 
     w_e = sigmoid(a_e) * exp(-d_H(p_src, p_dst) / tau) * softplus(s (l_dst - l_src) + 1)
 
-(``s = +1``: the paper's direction; ``s = -1``: the author's code). A forward pass:
+(``s = +1``: the paper's direction; ``s = -1``: the author's code). The level is the node's
+hyperbolic radius ``l_i = d_H(0, p_i)`` (``levels="radius"``: nodes near the origin are
+"abstract", near the boundary "specific", as the paper describes), or the author's frozen
+``linspace(0, 1, N)`` by node index (``levels="index"``). A forward pass:
 
 1. ignition: tokens -> spark points ``expmap0(MLP(x_t))``; node ``i`` gets
    ``g_i = max_t exp(-d_H(s_t, p_i)^2 / (2 sigma^2))`` and only the ``ceil(ignite_frac N)``
-   largest survive (all other nodes are exactly 0). An ignited node starts from the embedding of
-   the token that ignited it (``token_injection``), so the network is not fed the mean only; with
-   ``pool_sigma > 0`` it starts from its receptive field instead, the average of all token
-   embeddings weighted by ``softmax_t(-d_H(s_t, p_i)^2 / (2 pool_sigma^2))``, computed for the
-   ignited nodes only (``O(B n_ign T d_h)``). With ~2 % of nodes ignited, the nearest-token
-   start sees only a handful of the tokens; pooling lets the sparse network see all of them.
+   largest survive (all other nodes are exactly 0). The nearest spark of every node is found
+   exactly either from the ``T x N`` distances (``ignition="dense"``) or from a KD-tree over
+   the sparks (``"kdtree"``, ``O(N log T)`` per sample instead of ``O(T N)``); gradients flow
+   through the distances of the ignited nodes only. An ignited node starts from the embedding of
+   the token that ignited it (``token_injection``), or with ``pool_sigma > 0`` from its receptive
+   field, the average of all token embeddings weighted by
+   ``softmax_t(-d_H(s_t, p_i)^2 / (2 pool_sigma^2))`` (``O(B n_ign T d_h)``).
 2. ``n_steps`` propagation steps; only active nodes send, along their alive out-edges:
    ``z_i = sum_{e: j->i} w_e alpha_j + c alpha_i``, ``m_i = sum_{e: j->i} w_e alpha_j h_j``,
    ``g_i = sigmoid((z_i - theta_i) / T)`` with ``T`` annealed, a hard floor
-   ``alpha_i = g_i [g_i >= floor]`` (exact zeros), states ``h_i = LN(W_h m_i + b + h_i)``;
+   ``alpha_i = g_i [g_i >= floor]`` (exact zeros; at the default ``floor = 1/2`` a node fires iff
+   ``z_i >= theta_i``), states ``h_i = LN(W_h m_i + b + h_i)``;
    nodes that are neither active nor receive a message stay exactly 0.
 3. local inhibition (divisive normalisation over the k-neighbourhood, can only lower):
-   ``alpha_i <- alpha_i / (1 + beta mean_{j in kNN(i)} alpha_j)``, the floor again, then an
-   optional per-sample cap (k-WTA) on the number of active nodes; ``h_i <- h_i alpha_i``.
-4. readout ``o = sum_i alpha_i h_i / (sum_i alpha_i + eps)`` and a linear head.
+   ``alpha_i <- alpha_i / (1 + beta mean_{j in kNN(i)} alpha_j)`` and the floor again. The
+   activity *here* is the model's measured activity ("pre-cap"). Then a per-sample safety cap
+   (k-WTA, ``max_active_frac``, set well above the homeostatic target) and ``h_i <- h_i alpha_i``.
+4. readout ``o = sum_i alpha_i h_i / (sum_i alpha_i + eps)`` over the active nodes after the last
+   step (``readout="last"``) or after ignition and every step (``"all"``), and a linear head.
 
-The sparse path costs ``O(B S |A| k d_h)`` for ``|A|`` active nodes (plus ``O(B N)`` scalar
-bookkeeping and ``O(B T N d)`` ignition); ``step_dense`` is the obviously-correct ``N x N``
-reference, tested equal on the same graph.
+The sparse path costs ``O(B S |A| k (d + d_h))`` for ``|A|`` active nodes plus the ignition
+(``O(B N log T)`` with the tree); no ``(B, N)`` tensor is formed in propagation.
+``step_dense`` is the obviously-correct ``N x N`` reference, tested equal on the same graph.
+
+Slow rules (``hebbnets.rsgn.plasticity``), run by a training callback after every optimiser
+step, never inside ``forward``:
+
+* three-factor Hebbian affinity rule ``da_e = eta_a mean_b[(Lbar - L_b) c_eb]`` with per-sample
+  losses ``L_b`` and co-activation ``c_eb = sum_s alpha_src^(s-1) alpha_dst^(s)`` over the steps
+  in which ``e`` carried a message;
+* homeostasis on each node's firing rate before the cap, ``theta_i += eta_theta (r_i - rho)``,
+  with the target ``rho`` lowered from ``target_start`` to ``target_activity`` over
+  ``target_epochs`` epochs; only epochs whose validation activity (pre-cap) is at most
+  ``max_activity`` may be restored as the fit's result;
+* once per epoch (``structure_every``): Riemannian drift of each node towards correlated
+  neighbours, pruning of edges with ``sigmoid(a_e) < prune_threshold``, sprouting into pruned
+  slots, and an exact kNN rebuild; the temperature ``T`` anneals at each epoch's end.
+
+The paper's mechanisms and what the default model uses:
+
+============================  =====================================================================
+mechanism (paper)             default ``rsgn``
+============================  =====================================================================
+Poincaré-ball positions       yes (a geoopt ``ManifoldParameter``); moved by the slow drift rule;
+                              ``position_grad=True`` adds gradients through geoopt's RiemannianAdam
+hierarchical levels           yes, tied to geometry: ``l_i = d_H(0, p_i)`` (not learned separately)
+sparse learned edges          kNN edges (k = 16, exact, rebuilt once per epoch) with free per-edge
+                              affinities, learned by the Hebbian rule only (no gradient)
+ignition of 1-2 % of nodes    yes, top-k of a Gaussian field around the sparks: exactly
+                              ``ignite_frac`` = 2 % by construction (a design choice, not a result)
+soft thresholds, annealed T   yes (T: 1 -> 0.1 over the epochs); a node fires iff its drive reaches
+                              its threshold (``floor = 1/2``), exact zeros otherwise
+local inhibition              divisive normalisation over the kNN neighbourhood (can only lower)
+1-2 % active nodes            measured before the safety cap and controlled by homeostasis (target
+                              1.5 %); only epochs with validation activity <= 2 % are restored
+reward-modulated Hebbian      three-factor rule with a per-sample reward (above)
+pruning / sprouting           yes, once per epoch, at ``prune_threshold`` / ``sprout_threshold``
+resonance to a fixed point    no: a fixed number of steps ``n_steps`` (as the author's code)
+readout                       activity-weighted mean of the states after ignition and every step
+============================  =====================================================================
 """
 from __future__ import annotations
 
@@ -44,16 +90,22 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import geoopt
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from .._model import DataSpec
 from .._validation import check_int_fields, check_positive
-from ..training import TrainConfig
-from ._slow import SlowRuleModel
 from ..models import register
+from ..training import TrainConfig
 from . import geometry as G
+from . import plasticity as P
+from ._slow import SlowRuleModel
+
+#: ``ignition="auto"`` uses the KD-tree from this many tokens on (below, the T x N matmul wins)
+KDTREE_MIN_TOKENS = 256
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -70,43 +122,53 @@ class RSGNConfig(TrainConfig):
     sigma_ign: float = 0.4
     tau: float = 1.0  # distance temperature of the edge weights
     level_sign: str = "paper"  # "paper": phi(l_dst - l_src); "code": phi(l_src - l_dst)
+    levels: str = "radius"  # "radius": l_i = d_H(0, p_i); "index": the author's linspace(0, 1, N) by index
     self_excitation: float = 0.5  # c: an active node's own contribution to its drive
-    floor: float = 0.1  # hard floor: alpha < floor is set to exactly 0
+    # hard floor: alpha < floor is set to exactly 0. At 0.5 a node fires iff its drive reaches its
+    # threshold (sigmoid((z - theta) / T) >= 1/2 <=> z >= theta), whatever the temperature, so
+    # annealing T sharpens activities without moving the firing set that homeostasis controls
+    floor: float = 0.5
     t_start: float = 1.0  # soft-threshold temperature at the first epoch ...
     t_end: float = 0.1  # ... annealed geometrically to this at the last epoch
     inhibition: float = 1.0  # beta of the divisive normalisation (0: off)
-    max_active_frac: float = 0.1  # per-sample cap on active nodes after each step (0: off)
+    max_active_frac: float = 0.1  # safety cap on active nodes per sample and step (0: off)
     token_injection: bool = True  # False: every ignited node starts from W_in mean_t(x_t)
     pool_sigma: float = 0.0  # > 0: an ignited node starts from its receptive field (see module docstring)
     positional: bool = False  # append fixed sinusoidal position features to every token
+    readout: str = "all"  # "all": active nodes after ignition and every step; "last": after the last step only
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
+    ignition: str = "auto"  # nearest spark by "dense" T x N distances, "kdtree", or "auto" (by T)
+    knn: str = "kdtree"  # graph builder: "kdtree" (exact, sub-quadratic) or "brute" (O(N^2) reference)
+    position_grad: bool = False  # True: positions also get gradients (geoopt RiemannianAdam)
     # -- slow timescale ----------------------------------------------------------------------
-    slow_grad: bool = False  # True: positions, thresholds, levels, affinities also get gradients
-    hebbian: bool = True  # reward-modulated affinity rule (off: affinities stay at init)
+    slow_grad: bool = False  # True: positions, thresholds, affinities (and index levels) also get gradients
+    hebbian: bool = True  # three-factor affinity rule (off: affinities stay at init)
     homeostasis: bool = True
     structural: bool = True  # position drift, pruning and sprouting
-    eta_affinity: float = 1.0
-    eta_threshold: float = 0.01
-    target_activity: float = 0.02  # homeostatic target for each node's mean activity
+    eta_affinity: float = 20.0
+    eta_threshold: float = 0.5  # fast enough to track the target as T anneals and the sparks learn
+    target_activity: float = 0.015  # homeostatic target firing rate (pre-cap) at the end of the schedule
+    target_start: float = 0.1  # ... and at the start
+    target_epochs: int = 3  # epochs over which the target falls geometrically (0: target_activity throughout)
+    max_activity: float = 0.02  # only epochs with validation activity <= this may be restored (0: any epoch)
     eta_position: float = 0.01
-    reward_decay: float = 0.9  # EMA of the loss that the reward is measured against
     affinity_bound: float = 6.0  # |a_e| <= bound keeps the Hebbian dynamics bounded
-    structure_every: int = 0  # batches between drift / prune / sprout / kNN rebuild (0: each epoch)
-    # sigmoid(a_e) below this -> edge pruned. While the loss falls the reward is mostly positive,
-    # so the rule rarely depresses an edge: 0.05 (a < -2.9) never fired in reports/rsgn.md;
-    # 0.5 prunes every edge the rule depressed at all (a < 0).
-    prune_threshold: float = 0.05
-    sprout_threshold: float = 0.7  # activity correlation above this -> new edge
-    history: int = 100  # batches of mean activity kept for correlations
+    structure_every: int = 0  # optimiser steps between drift / prune / sprout / kNN rebuild (0: each epoch)
+    prune_threshold: float = 0.05  # sigmoid(a_e) below this -> edge pruned (a_e < -2.94)
+    sprout_threshold: float = 0.7  # firing correlation above this -> new edge
+    history: int = 256  # samples of firing kept for correlations
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_int_fields(self, ("n_nodes", "d_space", "d_hidden", "n_steps", "k", "history"))
         if self.k >= self.n_nodes:
             raise ValueError(f"k: must be < n_nodes ({self.n_nodes}), got {self.k}")
-        if isinstance(self.structure_every, bool) or not isinstance(self.structure_every, int) or self.structure_every < 0:
-            raise ValueError(f"structure_every: expected an int >= 0, got {self.structure_every!r}")
-        for name in ("ignite_frac", "max_active_frac", "target_activity", "prune_threshold", "floor"):
+        for name in ("structure_every", "target_epochs"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise ValueError(f"{name}: expected an int >= 0, got {v!r}")
+        for name in ("ignite_frac", "max_active_frac", "target_activity", "target_start", "max_activity",
+                     "prune_threshold", "floor"):
             v = getattr(self, name)
             check_positive(v, name, allow_zero=True)
             if v > 1:
@@ -117,25 +179,28 @@ class RSGNConfig(TrainConfig):
             check_positive(getattr(self, name), name)
         for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position", "pool_sigma"):
             check_positive(getattr(self, name), name, allow_zero=True)
-        if not 0 <= self.reward_decay < 1:
-            raise ValueError(f"reward_decay: must be in [0, 1), got {self.reward_decay!r}")
-        if self.level_sign not in ("paper", "code"):
-            raise ValueError(f"level_sign: expected 'paper' or 'code', got {self.level_sign!r}")
-        if self.mode not in ("sparse", "dense"):
-            raise ValueError(f"mode: expected 'sparse' or 'dense', got {self.mode!r}")
+        for name, allowed in (("level_sign", ("paper", "code")), ("levels", ("radius", "index")),
+                              ("mode", ("sparse", "dense")), ("readout", ("last", "all")), ("ignition", ("auto", "dense", "kdtree")),
+                              ("knn", ("kdtree", "brute"))):
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name}: expected one of {list(allowed)}, got {getattr(self, name)!r}")
 
 
 # --- graph ------------------------------------------------------------------------------------
 @dataclass
 class Graph:
-    """The weighted edge list of one forward pass (``E = N k`` slots; dead slots have ``w = 0``).
-
-    ``src[e] = e // k`` and ``dst[e] = nbr.flatten()[e]``; ``w (E,)`` the edge weights;
+    """The edge list of one forward pass: ``E = N k`` slots, slot ``e`` goes from node
+    ``e // k`` to ``nbr.flatten()[e]``; dead (pruned) slots have weight 0. Weights are computed
+    on demand for the slots a step uses (``weights``), all at once only for the dense reference.
     ``nbr (N, k)`` doubles as each node's inhibition neighbourhood."""
 
     nbr: torch.Tensor  # (N, k) long
     alive: torch.Tensor  # (N, k) bool
-    w: torch.Tensor  # (E,) float, 0 on dead edges
+    affinity: torch.Tensor  # (N, k)
+    p: torch.Tensor  # (N, d) positions
+    levels: torch.Tensor  # (N,)
+    tau: float
+    level_sign: float
 
     @property
     def n(self) -> int:
@@ -145,27 +210,26 @@ class Graph:
     def k(self) -> int:
         return self.nbr.shape[1]
 
+    def weights(self, slots: torch.Tensor | None = None) -> torch.Tensor:
+        """``w (len(slots),)`` of the given flat edge slots (all ``E`` when None), ``O(len d)``."""
+        if slots is None:
+            slots = torch.arange(self.n * self.k, device=self.nbr.device)
+        src, dst = slots // self.k, self.nbr.reshape(-1)[slots]
+        d = G.dist(self.p[src], self.p[dst])
+        phi = F.softplus(self.level_sign * (self.levels[dst] - self.levels[src]) + 1.0)
+        return torch.sigmoid(self.affinity.reshape(-1)[slots]) * torch.exp(-d / self.tau) * phi \
+            * self.alive.reshape(-1)[slots]
+
     def dense(self) -> torch.Tensor:
         """``W (N, N)`` with ``W[src, dst] = w_e`` (reference only: O(N^2) memory)."""
         n, k = self.nbr.shape
         src = torch.arange(n, device=self.nbr.device).repeat_interleave(k)
-        W = torch.zeros(n, n, dtype=self.w.dtype, device=self.w.device)
-        return W.index_put((src, self.nbr.flatten()), self.w, accumulate=True)
+        w = self.weights()
+        W = torch.zeros(n, n, dtype=w.dtype, device=w.device)
+        return W.index_put((src, self.nbr.flatten()), w, accumulate=True)
 
 
-def edge_weights(p: torch.Tensor, nbr: torch.Tensor, alive: torch.Tensor, aff: torch.Tensor,
-                 levels: torch.Tensor, tau: float, level_sign: float) -> torch.Tensor:
-    """``w (E,)`` from positions ``p (N, d)``, ``nbr / alive / aff (N, k)``, ``levels (N,)``;
-    computed on the ``E = N k`` edge slots only, ``O(E d)``."""
-    n, k = nbr.shape
-    src = torch.arange(n, device=nbr.device).repeat_interleave(k)  # (E,)
-    dst = nbr.flatten()  # (E,)
-    d = G.dist(p[src], p[dst])  # (E,)
-    phi = F.softplus(level_sign * (levels[dst] - levels[src]) + 1.0)  # (E,)
-    return torch.sigmoid(aff.flatten()) * torch.exp(-d / tau) * phi * alive.flatten()
-
-
-# --- the two propagation formulations ---------------------------------------------------------
+# --- inhibition and the cap, dense (reference) and sparse -----------------------------------------
 @dataclass
 class StepParams:
     """What one propagation step needs besides the state."""
@@ -207,62 +271,107 @@ def cap_active(alpha: torch.Tensor, max_active: int) -> torch.Tensor:
     return alpha * keep
 
 
-def step_sparse(alpha: torch.Tensor, idx: torch.Tensor, h: torch.Tensor, graph: Graph,
-                sp: StepParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, int]:
+def _lookup(ids: torch.Tensor, values: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+    """``values`` at flat ids ``query`` (any shape) where ``ids`` (sorted, ``(R,)``) holds them,
+    else 0."""
+    pos = torch.searchsorted(ids, query).clamp_max(ids.shape[0] - 1)
+    return values[pos] * (ids[pos] == query)
+
+
+def inhibit_sparse(ids: torch.Tensor, alpha: torch.Tensor, nbr: torch.Tensor, beta: float, floor: float) -> torch.Tensor:
+    """``inhibit`` on a sparse activity: ``alpha (R,)`` at sorted flat ids ``ids = b N + i``
+    (every other node is 0). ``O(R k log R)``."""
+    if beta == 0 or ids.numel() == 0:
+        return alpha
+    n = nbr.shape[0]
+    node = ids % n
+    neigh = _lookup(ids, alpha, (ids - node)[:, None] + nbr[node]).mean(1)  # (R,)
+    return _hard_floor(alpha / (1.0 + beta * neigh), floor)
+
+
+def cap_sparse(ids: torch.Tensor, alpha: torch.Tensor, max_active: int, n_nodes: int) -> torch.Tensor:
+    """``cap_active`` on a sparse activity ``alpha (R,)`` at sorted flat ids ``ids``: per sample
+    (``ids // n_nodes``) only the ``max_active`` largest non-zeros survive. ``O(R log R)``."""
+    if max_active <= 0 or max_active >= n_nodes:
+        return alpha
+    pos = (alpha > 0).nonzero().squeeze(1)
+    pos = pos[torch.argsort(-alpha.detach()[pos], stable=True)]  # by decreasing activity ...
+    sample = ids[pos] // n_nodes
+    order = torch.argsort(sample, stable=True)  # ... within each sample
+    pos, sample = pos[order], sample[order]
+    rank = torch.arange(pos.shape[0], device=ids.device) - torch.searchsorted(sample, sample)
+    keep = torch.ones_like(alpha, dtype=torch.bool)
+    keep[pos[rank >= max_active]] = False
+    return alpha * keep
+
+
+# --- the two propagation formulations ---------------------------------------------------------
+@dataclass
+class StepOut:
+    """One sparse step's result: the new active set (sorted flat ids, activity, states), what
+    fired before the cap, edges used, and each used edge's co-activation."""
+
+    idx: torch.Tensor  # (A',) sorted flat ids b N + i
+    alpha: torch.Tensor  # (A',)
+    h: torch.Tensor  # (A', d_h), already scaled by alpha
+    fired: torch.Tensor  # (F,) flat ids active before the cap
+    edges: int
+    coact: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (sample, slot, alpha_src alpha_dst), detached
+
+
+def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: Graph, sp: StepParams) -> StepOut:
     """One propagation step by gather / scatter over the edges of active nodes only.
 
     Args:
-        alpha: dense activity ``(B, N)`` (exact zeros for inactive nodes).
         idx: sorted flat indices ``(A,)`` into ``B * N`` of the active nodes.
+        alpha: their activity ``(A,)`` (> 0).
         h: their states ``(A, d_h)`` (rows aligned with ``idx``).
-    Returns:
-        ``(alpha', idx', h', edges)``: the new dense activity, active indices and states, and
-        the number of edges that carried a message.
     """
-    B, N = alpha.shape
-    k = graph.k
-    a_flat = alpha.reshape(-1)  # (B N,)
-    node = idx % N  # (A,)
+    n, k = graph.n, graph.k
+    node = idx % n  # (A,)
     base = idx - node  # (A,) = b * N
     slots = (node[:, None] * k + torch.arange(k, device=idx.device)).reshape(-1)  # (A k,) edge ids
     row = torch.arange(idx.shape[0], device=idx.device).repeat_interleave(k)  # (A k,) sender row
-    live = graph.alive.reshape(-1)[slots]  # (A k,)
+    live = graph.alive.reshape(-1)[slots]
     slots, row = slots[live], row[live]  # (M,)
     recv = base[row] + graph.nbr.reshape(-1)[slots]  # (M,) flat receiver ids
-    coef = graph.w[slots] * a_flat[idx[row]]  # (M,) w_e alpha_src
+    coef = graph.weights(slots) * alpha[row]  # (M,) w_e alpha_src
     # candidates: every active node plus every receiver; all other nodes stay exactly 0
     cand = torch.unique(torch.cat([idx, recv]))  # (R,) sorted
     at = torch.searchsorted(cand, recv)  # (M,) receiver row in cand
-    msg = torch.zeros(cand.shape[0], h.shape[1], dtype=h.dtype, device=h.device)
-    msg = msg.index_add(0, at, coef[:, None] * h[row])  # (R, d_h)
-    drive = torch.zeros(cand.shape[0], dtype=h.dtype, device=h.device).index_add(0, at, coef)  # (R,)
-    drive = drive + sp.self_excitation * a_flat[cand]
-    prev = torch.zeros(cand.shape[0], h.shape[1], dtype=h.dtype, device=h.device)
-    prev = prev.index_copy(0, torch.searchsorted(cand, idx), h)  # (R, d_h) old state (0 if new)
-    g = torch.sigmoid((drive - sp.theta[cand % N]) / sp.temperature)  # (R,)
-    a_cand = _hard_floor(g, sp.floor)
+    mine = torch.searchsorted(cand, idx)  # (A,) sender row in cand
+    R, dh = cand.shape[0], h.shape[1]
+    msg = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_add(0, at, coef[:, None] * h[row])  # (R, d_h)
+    drive = torch.zeros(R, dtype=h.dtype, device=h.device).index_add(0, at, coef)  # (R,)
+    drive = drive + sp.self_excitation * torch.zeros(R, dtype=h.dtype, device=h.device).index_copy(0, mine, alpha)
+    prev = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_copy(0, mine, h)  # (R, d_h) old state (0 if new)
+    g = torch.sigmoid((drive - sp.theta[cand % n]) / sp.temperature)  # (R,)
+    a = inhibit_sparse(cand, _hard_floor(g, sp.floor), graph.nbr, sp.inhibition, sp.floor)
+    fired = cand[a > 0]  # measured activity, before the cap
+    a = cap_sparse(cand, a, sp.max_active, n)
     state = sp.norm(sp.transform(msg) + prev)  # (R, d_h)
-    new = torch.zeros(B * N, dtype=alpha.dtype, device=alpha.device).index_put((cand,), a_cand)
-    new = inhibit(new.reshape(B, N), graph.nbr, sp.inhibition, sp.floor)
-    new = cap_active(new, sp.max_active)  # (B, N)
-    a_rows = new.reshape(-1)[cand]  # (R,)
-    keep = a_rows > 0
-    return new, cand[keep], state[keep] * a_rows[keep, None], int(row.shape[0])
+    keep = a > 0
+    with torch.no_grad():
+        c = alpha[row] * a[at]  # (M,) co-activation of every used edge
+        used = c > 0
+        coact = (idx[row][used] // n, slots[used], c[used])
+    return StepOut(cand[keep], a[keep], state[keep] * a[keep, None], fired, int(row.shape[0]), coact)
 
 
 def step_dense(alpha: torch.Tensor, h: torch.Tensor, W: torch.Tensor, nbr: torch.Tensor,
-               sp: StepParams) -> tuple[torch.Tensor, torch.Tensor]:
+               sp: StepParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The reference step with a dense ``W (N, N)`` (``W[src, dst]``) and dense states
-    ``h (B, N, d_h)``: ``O(B N^2 d_h)``. Same equations as ``step_sparse``."""
+    ``h (B, N, d_h)``: ``O(B N^2 d_h)``. Same equations as ``step_sparse``. Returns the new
+    activity ``(B, N)``, states ``(B, N, d_h)`` and the activity before the cap ``(B, N)``."""
     msg = torch.einsum("bi,ij,bid->bjd", alpha, W, h)  # (B, N, d_h)
     drive = alpha @ W + sp.self_excitation * alpha  # (B, N)
     active = (alpha > 0).to(W.dtype)
     cand = (active + active @ (W > 0).to(W.dtype)) > 0  # (B, N) active or receiving
     g = torch.sigmoid((drive - sp.theta) / sp.temperature)
-    new = _hard_floor(g, sp.floor) * cand
     state = sp.norm(sp.transform(msg) + h)  # (B, N, d_h)
-    new = cap_active(inhibit(new, nbr, sp.inhibition, sp.floor), sp.max_active)
-    return new, state * new[..., None]
+    pre = inhibit(_hard_floor(g, sp.floor) * cand, nbr, sp.inhibition, sp.floor)
+    new = cap_active(pre, sp.max_active)
+    return new, state * new[..., None], pre
 
 
 def _sinusoid(t: int, dim: int = 8) -> torch.Tensor:
@@ -271,14 +380,29 @@ def _sinusoid(t: int, dim: int = 8) -> torch.Tensor:
     return torch.cat([torch.sin(pos * freq), torch.cos(pos * freq)], dim=1)  # (T, dim)
 
 
+@dataclass
+class Ignition:
+    """The ignited nodes of a batch, as sorted flat ids ``b N + i``."""
+
+    idx: torch.Tensor  # (A,) sorted
+    g: torch.Tensor  # (A,) ignition values (differentiable)
+    token: torch.Tensor  # (A,) index of each node's nearest spark
+    sparks: torch.Tensor  # (B, T, d)
+    pre_cap: float  # fraction of (sample, node) pairs with g >= floor, before the top-k
+
+
 # --- the model ---------------------------------------------------------------------------------
 @register("rsgn")
 class RSGN(SlowRuleModel):
-    """Sparse RSGN trained by backprop (fast weights) plus slow local rules (see module docstring
-    and ``slow_step``). Inputs ``(N, T, D)`` token sequences (``(N, D)`` is read as D scalar
-    tokens). ``last_stats`` holds the measured active fraction per step and edges per sample of
-    the latest forward pass; ``stats`` accumulates them and the Hebbian/gradient update sizes
-    over ``fit``."""
+    """Sparse RSGN trained by backprop (fast weights) plus slow local rules run from a training
+    callback (see module docstring). Inputs ``(N, T, D)`` token sequences (``(N, D)`` is read as
+    D scalar tokens).
+
+    ``last_stats`` (latest forward pass): ``active_fraction`` and ``active_pre_cap`` (fraction of
+    nodes exactly non-zero after / before the cap, per step, index 0 = ignition, where "pre-cap"
+    counts nodes with ``g >= floor`` before the top-k), ``activity`` and ``activity_post_cap``
+    (their means over the propagation steps: the measured activity), ``edges_per_sample``.
+    ``stats`` holds per-batch lists over ``fit``; ``train_history`` per-epoch summaries."""
 
     Config = RSGNConfig
 
@@ -292,16 +416,14 @@ class RSGN(SlowRuleModel):
         d_tok += 8 if cfg.positional else 0
         n, k, ds, dh = cfg.n_nodes, cfg.k, cfg.d_space, cfg.d_hidden
         d_out = spec.n_classes if spec.is_classification else spec.y_dim
-        # slow parameters (positions as tangent vectors at the origin, see geometry.to_ball)
-        self.z = nn.Parameter(0.3 * torch.randn(n, ds))  # (N, d)
-        self.theta = nn.Parameter(torch.full((n,), 0.5))  # (N,)
-        self.levels = nn.Parameter(torch.linspace(0.0, 1.0, n))  # (N,)
-        self.affinity = nn.Parameter(torch.zeros(n, k))  # (N, k) sigmoid(0) = 0.5
-        for p in (self.z, self.theta, self.levels, self.affinity):
-            p.requires_grad_(cfg.slow_grad)
-        with torch.no_grad():
-            nbr = G.knn(G.to_ball(self.z), k)
-        self.register_buffer("nbr", nbr)  # (N, k) long
+        # slow parameters; positions live on the ball (RiemannianAdam when they get gradients)
+        self.pos = geoopt.ManifoldParameter(G.to_ball(0.3 * torch.randn(n, ds)), manifold=G.BALL,
+                                            requires_grad=cfg.slow_grad or cfg.position_grad)  # (N, d)
+        self.theta = nn.Parameter(torch.full((n,), 0.5), requires_grad=cfg.slow_grad)  # (N,)
+        self.affinity = nn.Parameter(torch.zeros(n, k), requires_grad=cfg.slow_grad)  # (N, k) sigmoid(0) = 0.5
+        if cfg.levels == "index":
+            self.index_levels = nn.Parameter(torch.linspace(0.0, 1.0, n), requires_grad=cfg.slow_grad)  # (N,)
+        self.register_buffer("nbr", self._knn(self.pos.detach()))  # (N, k) long
         self.register_buffer("alive", torch.ones(n, k, dtype=torch.bool))  # (N, k)
         # a sprouted edge sits in the slot of a pruned kNN edge; that edge is kept in `displaced`
         # so the next kNN rebuild still knows it was pruned
@@ -314,25 +436,31 @@ class RSGN(SlowRuleModel):
         self.transform = nn.Linear(dh, dh)  # W_h
         self.norm = nn.LayerNorm(dh)
         self.head = nn.Linear(dh, d_out)
-        # slow-rule bookkeeping (not checkpointed)
-        self._history: list[torch.Tensor] = []  # batch-mean activity (N,) per batch
-        self._pending: dict[str, Any] | None = None  # statistics of the last training batch
-        self._loss_ema: float | None = None
-        self._batches = 0
+        # slow-rule bookkeeping (not checkpointed; reset at each fit)
+        self._firing = P.FiringHistory(cfg.history, n)
         self._steps_per_epoch = 1
         self.last_stats: dict[str, Any] = {}
-        self.stats: dict[str, list[float]] = {}
+        self.stats: dict[str, list] = {}
+
+    def _knn(self, p: torch.Tensor) -> torch.Tensor:
+        return (G.knn_kdtree if self.config.knn == "kdtree" else G.knn)(p, self.config.k)
 
     # -- pieces of the forward pass -----------------------------------------------------------
     def positions(self) -> torch.Tensor:
         """Node positions ``(N, d)`` strictly inside the ball."""
-        return G.to_ball(self.z)
+        return G.project(self.pos)
+
+    def node_levels(self, p: torch.Tensor) -> torch.Tensor:
+        """Levels ``(N,)``: the hyperbolic radius ``d_H(0, p_i)`` or the index levels."""
+        if self.config.levels == "index":
+            return self.index_levels
+        return G.dist(p, torch.zeros_like(p))
 
     def graph(self) -> Graph:
         cfg = self.config
-        sign = 1.0 if cfg.level_sign == "paper" else -1.0
-        w = edge_weights(self.positions(), self.nbr, self.alive, self.affinity, self.levels, cfg.tau, sign)
-        return Graph(self.nbr, self.alive, w)
+        p = self.positions()
+        return Graph(self.nbr, self.alive, self.affinity, p, self.node_levels(p), cfg.tau,
+                     1.0 if cfg.level_sign == "paper" else -1.0)
 
     def _tokens(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         if x.ndim == 2:
@@ -348,18 +476,50 @@ class RSGN(SlowRuleModel):
             x = torch.cat([x, pe.expand(x.shape[0], -1, -1)], dim=-1)
         return x  # (B, T, d_tok)
 
-    def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """Tokens ``(B, T, d_tok)`` -> ignition ``alpha0 (B, N)`` with exactly
-        ``ceil(ignite_frac N)`` non-zeros per sample, the igniting token of each node ``(B, N)``
-        and the sparks ``(B, T, d)``."""
+    @torch.no_grad()
+    def nearest_spark(self, sparks: torch.Tensor, p: torch.Tensor, method: str | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor]:
+        """For every sample and node the distance proxy ``t`` (``d_H = 2 asinh(sqrt t)``) to its
+        nearest spark and that spark's index: ``sparks (B, T, d)``, ``p (N, d)`` ->
+        ``(B, N)``, ``(B, N)``. ``"dense"``: the ``T x N`` proxies in node chunks of about 2^24
+        values; ``"kdtree"``: exact, from a KD-tree over each sample's sparks (equal, tested)."""
+        method = method or self.config.ignition
+        B, T, _ = sparks.shape
+        if method == "auto":
+            method = "kdtree" if T >= KDTREE_MIN_TOKENS else "dense"
+        if method == "kdtree":
+            q = p.double().cpu().numpy()
+            out = [G.nearest_kdtree(s.double().cpu().numpy(), q) for s in sparks]
+            t = torch.from_numpy(np.stack([o[0] for o in out])).to(p)
+            arg = torch.from_numpy(np.stack([o[1] for o in out])).to(p.device)
+            return t, arg
+        n = p.shape[0]
+        t = torch.empty(B, n, dtype=p.dtype, device=p.device)
+        arg = torch.empty(B, n, dtype=torch.long, device=p.device)
+        chunk = max(1, 2**24 // (B * T))
+        for s in range(0, n, chunk):
+            t[:, s : s + chunk], arg[:, s : s + chunk] = G._pairwise_t(sparks, p[s : s + chunk]).min(dim=1)
+        return t, arg
+
+    def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> Ignition:
+        """Tokens ``(B, T, d_tok)`` -> the ``ceil(ignite_frac N)`` nodes per sample nearest to a
+        spark, with ``g = exp(-d_H^2 / (2 sigma^2))``."""
         cfg = self.config
         sparks = G.to_ball(self.spark(tok))  # (B, T, d)
-        d, t_star = G.min_dist(sparks, p)  # (B, N) geodesic distance to the nearest spark
-        g = torch.exp(-(d**2) / (2 * cfg.sigma_ign**2))  # (B, N) = max_t exp(-d(s_t, p_i)^2 / 2 sigma^2)
-        n_ign = max(1, math.ceil(cfg.ignite_frac * cfg.n_nodes))
-        top = g.detach().topk(n_ign, dim=1).indices  # (B, n_ign)
-        keep = torch.zeros_like(g, dtype=torch.bool).scatter_(1, top, True)
-        return g * keep, t_star, sparks
+        B, n = sparks.shape[0], p.shape[0]
+        n_ign = max(1, math.ceil(cfg.ignite_frac * n))
+        with torch.no_grad():
+            t, arg = self.nearest_spark(sparks.detach(), p.detach())  # (B, N)
+            top = t.topk(n_ign, dim=1, largest=False).indices  # (B, n_ign)
+            idx = ((torch.arange(B, device=p.device)[:, None] * n) + top).reshape(-1).sort().values  # (A,)
+            b, i = idx // n, idx % n
+            token = arg[b, i]
+            # g >= floor  <=>  d <= sigma sqrt(2 ln(1 / floor))  <=>  t <= sinh(d / 2)^2
+            d_floor = cfg.sigma_ign * math.sqrt(2 * math.log(1 / cfg.floor)) if cfg.floor > 0 else math.inf
+            pre_cap = float((t <= math.sinh(d_floor / 2) ** 2).float().mean())
+        d = G.dist(sparks[b, token], p[i])  # (A,) differentiable, ignited nodes only
+        g = torch.exp(-(d**2) / (2 * cfg.sigma_ign**2))
+        return Ignition(idx, g, token, sparks, pre_cap)
 
     def receptive_field(self, sparks: torch.Tensor, emb: torch.Tensor, b: torch.Tensor,
                         p_nodes: torch.Tensor) -> torch.Tensor:
@@ -376,184 +536,255 @@ class RSGN(SlowRuleModel):
         return StepParams(self.theta, self.transform, self.norm, float(self.temperature), cfg.self_excitation,
                           cfg.floor, cfg.inhibition, cap)
 
-    def propagate(self, tok: torch.Tensor, mode: str | None = None) -> tuple[torch.Tensor, list[torch.Tensor]]:
-        """Ignition + ``n_steps`` steps; returns the readout ``(B, d_h)`` and the dense
-        activity ``(B, N)`` after ignition and after every step."""
+    def propagate(self, tok: torch.Tensor, mode: str | None = None
+                  ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """Ignition + ``n_steps`` steps; returns the readout ``(B, d_h)`` and the activity after
+        ignition and after every step as sparse pairs ``(flat ids (A,), values (A,))``
+        (``dense_activity`` turns one into ``(B, N)``). Sets ``last_stats``; in training mode
+        also ``_batch`` (firing and co-activation for the slow rules)."""
         cfg = self.config
         mode = mode or cfg.mode
-        p = self.positions()
         graph = self.graph()
-        alpha, t_star, sparks = self.ignite(tok, p)  # (B, N)
-        B, N = alpha.shape
+        p = graph.p
+        B, n = tok.shape[0], cfg.n_nodes
+        ign = self.ignite(tok, p)
+        b, i = ign.idx // n, ign.idx % n
         emb = self.embed(tok)  # (B, T, d_h)
         if not cfg.token_injection:
-            emb = emb.mean(1, keepdim=True).expand(-1, tok.shape[1], -1)
+            h0 = emb.mean(1)[b]
+        elif cfg.pool_sigma > 0:
+            h0 = self.receptive_field(ign.sparks, emb, b, p[i])  # (A, d_h)
+        else:
+            h0 = emb[b, ign.token]  # (A, d_h)
+        idx, alpha, h = ign.idx, ign.g, h0 * ign.g[:, None]
         sp = self._step_params()
-        trace, edges = [alpha], 0
+        trace, fired, coact, edges = [(idx, alpha)], [], [], 0
+        num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device)  # readout sums
+        den = torch.zeros(B, dtype=h.dtype, device=h.device)
         if mode == "sparse":
-            idx = alpha.reshape(-1).nonzero().squeeze(1)  # (A,) sorted flat ids
-            b, i = idx // N, idx % N
-            if cfg.pool_sigma > 0 and cfg.token_injection:
-                h0 = self.receptive_field(sparks, emb, b, p[i])  # (A, d_h)
-            else:
-                h0 = emb[b, t_star[b, i]]  # (A, d_h)
-            h = h0 * alpha.reshape(-1)[idx, None]  # (A, d_h)
-            for _ in range(cfg.n_steps):
-                alpha, idx, h, m = step_sparse(alpha, idx, h, graph, sp)
-                trace.append(alpha)
-                edges += m
-            b = idx // N
-            a = alpha.reshape(-1)[idx]  # (A,)
-            num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device).index_add(0, b, a[:, None] * h)
+            for s in range(cfg.n_steps + 1):
+                if s > 0:
+                    out = step_sparse(idx, alpha, h, graph, sp)
+                    idx, alpha, h = out.idx, out.alpha, out.h
+                    trace.append((idx, alpha))
+                    fired.append(out.fired)
+                    coact.append(out.coact)
+                    edges += out.edges
+                if cfg.readout == "all" or s == cfg.n_steps:
+                    num = num.index_add(0, idx // n, alpha[:, None] * h)
+                    den = den.index_add(0, idx // n, alpha)
         else:
             W = graph.dense()  # (N, N)
-            if cfg.pool_sigma > 0 and cfg.token_injection:  # every node's field; the inactive ones are zeroed by alpha
-                bb = torch.arange(B).repeat_interleave(N)
-                h0 = self.receptive_field(sparks, emb, bb, p.repeat(B, 1)).reshape(B, N, -1)
-            else:
-                h0 = torch.gather(emb, 1, t_star[..., None].expand(-1, -1, emb.shape[-1]))
-            h = h0 * alpha[..., None]  # (B, N, d_h)
+            src = torch.arange(n, device=W.device).repeat_interleave(cfg.k)
+            a_d = torch.zeros(B * n, dtype=alpha.dtype, device=alpha.device).index_put((idx,), alpha).reshape(B, n)
+            h_d = torch.zeros(B * n, h.shape[1], dtype=h.dtype, device=h.device).index_put((idx,), h).reshape(B, n, -1)
+            if cfg.readout == "all":
+                num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
             for _ in range(cfg.n_steps):
-                src_active = (alpha > 0).to(W.dtype)
-                edges += int((src_active @ (W > 0).to(W.dtype)).sum())
-                alpha, h = step_dense(alpha, h, W, self.nbr, sp)
-                trace.append(alpha)
-            num = (alpha[..., None] * h).sum(1)  # (B, d_h)
-        out = num / (alpha.sum(1, keepdim=True) + 1e-6)  # activity-normalised readout
+                sending = (a_d > 0).to(W.dtype)
+                edges += int((sending @ (W > 0).to(W.dtype)).sum())
+                prev = a_d
+                a_d, h_d, pre = step_dense(a_d, h_d, W, self.nbr, sp)
+                trace.append(_sparse(a_d))
+                fired.append(pre.reshape(-1).nonzero().squeeze(1))
+                with torch.no_grad():  # co-activation of every alive edge from an active sender
+                    c = prev[:, src] * a_d[:, self.nbr.reshape(-1)] * self.alive.reshape(-1)  # (B, E)
+                    s_b, s_e = c.nonzero(as_tuple=True)
+                    coact.append((s_b, s_e, c[s_b, s_e]))
+                if cfg.readout == "all":
+                    num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
+            if cfg.readout == "last":
+                num, den = (a_d[..., None] * h_d).sum(1), a_d.sum(1)
+        out = num / (den[:, None] + 1e-6)  # activity-normalised readout
+        post = [tr[0].shape[0] / (B * n) for tr in trace]
+        pre = [ign.pre_cap] + [f.shape[0] / (B * n) for f in fired]
         self.last_stats = {
-            "active_fraction": [float((a > 0).float().mean()) for a in trace],
+            "active_fraction": post,
+            "active_pre_cap": pre,
+            "activity": sum(pre[1:]) / cfg.n_steps,
+            "activity_post_cap": sum(post[1:]) / cfg.n_steps,
             "edges_per_sample": edges / B,
         }
+        if self.training:
+            self._batch = {"n_samples": B, "fired": torch.cat(fired), "loss": None,
+                           "coact": tuple(torch.cat(parts) for parts in zip(*coact))}
         return out, trace
 
+    def dense_activity(self, pair: tuple[torch.Tensor, torch.Tensor], n_samples: int) -> torch.Tensor:
+        """A trace entry ``(flat ids, values)`` as a dense ``(B, N)`` activity."""
+        idx, a = pair
+        return torch.zeros(n_samples * self.config.n_nodes, dtype=a.dtype, device=a.device) \
+            .index_put((idx,), a).reshape(n_samples, -1)
+
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        if self.training:
-            self._apply_pending()  # slow rules of the previous batch, after its optimiser step
-        tok = self._tokens(x, x_mask)
-        out, trace = self.propagate(tok)
-        if self.training:
-            self._record(trace[-1])
+        out, _ = self.propagate(self._tokens(x, x_mask))
         y = self.head(out)
         return y if self.spec.is_classification else y.reshape(x.shape[0], *self.spec.y_shape)
 
-    # -- training: the shared loop plus the slow rules -------------------------------------
-    def _start_fit(self) -> None:
-        self.stats = {"active_fraction": [], "edges_per_sample": [], "hebbian_update": [],
-                      "gradient_update": [], "reward": [], "pruned": [], "sprouted": []}
+    def fit_summary(self) -> dict[str, Any]:
+        """Flat per-fit statistics for a result record: the measured activity (before / after
+        the cap) in the last training epoch and, with a validation set, at the restored epoch;
+        whether that epoch met ``max_activity``; edges pruned / sprouted over the fit and alive at
+        the end; mean Hebbian update norm per step; the affinities' spread. The test-set activity
+        is in ``last_stats`` after ``predict`` / ``score``."""
+        h = getattr(self, "train_history", {})
+        if not h:
+            raise ValueError("model: fit_summary needs a fitted model (call fit first)")
+        sel = self.selected_epoch if self.selected_epoch is not None else len(h["train"]) - 1
+        alive = self.affinity.detach()[self.alive]
+        out = {
+            "epochs_run": len(h["train"]), "selected_epoch": self.selected_epoch,
+            "activity_train_last_epoch": h["activity_train"][-1],
+            "activity_post_cap_train_last_epoch": h["activity_post_cap_train"][-1],
+            "activity_val_selected": h["activity_val"][sel] if h.get("activity_val") else None,
+            "activity_post_cap_val_selected": h["activity_post_cap_val"][sel] if h.get("activity_post_cap_val") else None,
+            "activity_target_met": (self.config.max_activity == 0 or (bool(h.get("selectable")) and bool(h["selectable"][sel]))),
+            "pruned_total": int(sum(h["pruned"])), "sprouted_total": int(sum(h["sprouted"])),
+            "alive_edges": int(self.alive.sum()), "edges": int(self.alive.numel()),
+            "hebbian_update_mean": (sum(self.stats["hebbian_update"]) / len(self.stats["hebbian_update"])
+                                    if self.stats.get("hebbian_update") else None),
+            "affinity_std": float(alive.std()) if alive.numel() > 1 else None,
+            "affinity_negative_fraction": float((alive < 0).float().mean()) if alive.numel() else None,
+            "temperature": float(self.temperature),
+        }
+        return out
 
-    def _record(self, alpha: torch.Tensor) -> None:
-        """Keep what the slow rules need from this batch (applied at the next batch)."""
-        a = alpha.detach()  # (B, N)
-        graph_alive = self.alive.reshape(-1)
-        src = torch.arange(self.config.n_nodes).repeat_interleave(self.config.k)
-        # co-activation of every edge: batch mean of alpha_src * alpha_dst
-        co = (a[:, src] * a[:, self.nbr.reshape(-1)]).mean(0) * graph_alive  # (E,)
-        self._pending = {"mean": a.mean(0), "co": co.reshape(self.nbr.shape), "loss": None,
-                         "snapshot": self.affinity.detach().clone()}
-        self.stats.setdefault("active_fraction", []).append(self.last_stats["active_fraction"][-1])
-        self.stats.setdefault("edges_per_sample", []).append(self.last_stats["edges_per_sample"])
-
-    def _apply_pending(self) -> None:
-        pend, self._pending = self._pending, None
-        if pend is None or pend["loss"] is None:
-            return
-        if self.config.slow_grad:  # the optimiser's move on the affinities since the last batch
-            self.stats.setdefault("gradient_update", []).append(float((self.affinity.detach() - pend["snapshot"]).norm()))
-        self.slow_step(pend["mean"], pend["co"], pend["loss"])
-        self._batches += 1
-        every = self.config.structure_every or self._steps_per_epoch
-        if self._batches % every == 0:
-            self.structure_step()
-        if self._batches % self._steps_per_epoch == 0:
-            self._anneal(self._batches // self._steps_per_epoch)
-
-    def _anneal(self, epoch: int) -> None:
+    # -- slow rules (run by the SlowRules callback, after each optimiser step) ---------------
+    def target_at(self, step: int) -> float:
+        """The homeostatic target firing rate at optimiser step ``step`` of a fit."""
         cfg = self.config
-        frac = min(1.0, epoch / max(1, cfg.epochs - 1))
+        return P.target_at(step, self._steps_per_epoch, cfg.target_start, cfg.target_activity, cfg.target_epochs)
+
+    def _slow_fit_start(self, train, val) -> None:
+        cfg = self.config
+        self._steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
+        self._firing = P.FiringHistory(cfg.history, cfg.n_nodes)
+        self._epoch_marks: list[int] = []
+        self._structure_mark = 0
+        self.temperature.fill_(cfg.t_start)
+        self.stats = {key: [] for key in ("activity", "activity_post_cap", "activity_pre_cap_per_step",
+                                          "activity_post_cap_per_step", "edges_per_sample", "target",
+                                          "hebbian_update", "gradient_update", "pruned", "sprouted")}
+        self._affinity_before = self.affinity.detach().clone()
+
+    @torch.no_grad()
+    def _slow_step(self, step: int, record: dict[str, Any]) -> None:
+        cfg = self.config
+        if cfg.slow_grad:  # the optimiser's move on the affinities in this step
+            self.stats["gradient_update"].append(float((self.affinity - self._affinity_before).norm()))
+        out = self.slow_step(record, self.target_at(step))
+        self._affinity_before = self.affinity.detach().clone()
+        every = cfg.structure_every or self._steps_per_epoch
+        if (step + 1) % every == 0:
+            self.structure_step()
+        for key in ("activity", "activity_post_cap", "edges_per_sample"):
+            self.stats[key].append(self.last_stats[key])
+        self.stats["activity_pre_cap_per_step"].append(self.last_stats["active_pre_cap"])
+        self.stats["activity_post_cap_per_step"].append(self.last_stats["active_fraction"])
+        self.stats["target"].append(out["target"])
+        self.stats["hebbian_update"].append(out["hebbian_update"])
+
+    @torch.no_grad()
+    def slow_step(self, record: dict[str, Any], target: float) -> dict[str, float]:
+        """The per-batch slow rules on one batch's ``record`` (``propagate``'s ``_batch`` plus
+        per-sample losses ``loss (B,)``): the three-factor Hebbian rule on alive edges (clipped to
+        ``[-affinity_bound, affinity_bound]``), homeostasis towards ``target``, and the firing
+        history. Returns the target and the norm of the Hebbian change."""
+        cfg = self.config
+        n, k = self.nbr.shape
+        B = record["n_samples"]
+        delta = 0.0
+        if cfg.hebbian:
+            step = cfg.eta_affinity * P.three_factor(record["loss"], *record["coact"], n * k).reshape(n, k)
+            new = (self.affinity + step.to(self.affinity.dtype) * self.alive).clamp(-cfg.affinity_bound, cfg.affinity_bound)
+            delta = float((new - self.affinity).norm())
+            self.affinity.copy_(new)
+        fired = record["fired"]
+        if cfg.homeostasis:
+            rate = torch.bincount(fired % n, minlength=n).to(self.theta.dtype) / (B * cfg.n_steps)  # (N,)
+            P.homeostasis(self.theta, rate, target, cfg.eta_threshold)
+        any_step = torch.unique(fired)  # (sample, node) pairs that fired at some step
+        self._firing.add(any_step // n, any_step % n, B)
+        return {"target": target, "hebbian_update": delta}
+
+    def _slow_selectable(self, epoch: int, history: dict[str, list]) -> bool:
+        # the validation forward just ran: last_stats is the validation set's activity
+        return self.config.max_activity == 0 or self.last_stats["activity"] <= self.config.max_activity
+
+    def _slow_epoch_end(self, epoch: int, history: dict[str, list]) -> None:
+        cfg = self.config
+        start = self._epoch_marks[-1] if self._epoch_marks else 0
+        self._epoch_marks.append(len(self.stats["activity"]))
+        for key in ("activity", "activity_post_cap"):
+            part = self.stats[key][start:]
+            history.setdefault(f"{key}_train", []).append(sum(part) / max(1, len(part)))
+        for key in ("activity_pre_cap_per_step", "activity_post_cap_per_step"):
+            part = self.stats[key][start:]
+            history.setdefault(f"{key}_train", []).append([sum(v) / len(part) for v in zip(*part)] if part else [])
+        if history.get("val"):  # the validation forward's activity (the one selection reads)
+            history.setdefault("activity_val", []).append(self.last_stats["activity"])
+            history.setdefault("activity_post_cap_val", []).append(self.last_stats["activity_post_cap"])
+            history.setdefault("activity_pre_cap_per_step_val", []).append(self.last_stats["active_pre_cap"])
+        history.setdefault("target_activity", []).append(self.stats["target"][-1] if self.stats["target"] else math.nan)
+        history.setdefault("temperature", []).append(float(self.temperature))
+        done, self._structure_mark = self._structure_mark, len(self.stats["pruned"])
+        for key in ("pruned", "sprouted"):  # edges pruned / sprouted during this epoch
+            history.setdefault(key, []).append(sum(self.stats[key][done:]))
+        history.setdefault("alive_edges", []).append(int(self.alive.sum()))
+        # anneal the temperature for the next epoch (after the checkpoint decision, so a
+        # restored epoch keeps the temperature it was validated at)
+        frac = min(1.0, (epoch + 1) / max(1, cfg.epochs - 1))
         self.temperature.fill_(cfg.t_start * (cfg.t_end / cfg.t_start) ** frac)
 
     @torch.no_grad()
-    def slow_step(self, mean_activity: torch.Tensor, coactivation: torch.Tensor, loss: float) -> dict[str, float]:
-        """The per-batch slow rules.
-
-        * reward ``R = EMA(loss) - loss`` (positive when this batch beat the running mean);
-        * Hebbian affinity ``a_e += eta_a R coact_e`` on alive edges, clipped to
-          ``[-affinity_bound, affinity_bound]``;
-        * homeostasis ``theta_i += eta_theta (mean_activity_i - target_activity)``.
-
-        ``mean_activity (N,)``, ``coactivation (N, k)``."""
-        cfg = self.config
-        base = loss if self._loss_ema is None else self._loss_ema
-        reward = base - loss
-        self._loss_ema = cfg.reward_decay * base + (1 - cfg.reward_decay) * loss
-        delta = 0.0
-        if cfg.hebbian:
-            step = cfg.eta_affinity * reward * coactivation * self.alive
-            new = (self.affinity + step).clamp(-cfg.affinity_bound, cfg.affinity_bound)
-            delta = float((new - self.affinity).norm())
-            self.affinity.copy_(new)
-        if cfg.homeostasis:
-            self.theta.add_(cfg.eta_threshold * (mean_activity - cfg.target_activity)).clamp_(0.0, 10.0)
-        self._history.append(mean_activity)
-        del self._history[: -cfg.history]
-        self.stats.setdefault("hebbian_update", []).append(delta)
-        self.stats.setdefault("reward", []).append(reward)
-        return {"reward": reward, "hebbian_update": delta}
-
-    def _correlation(self, i: torch.Tensor, j: torch.Tensor) -> torch.Tensor:
-        """Pearson correlation over the activity history of node pairs ``i, j`` (same shape)."""
-        hist = torch.stack(self._history)  # (H, N)
-        hist = hist - hist.mean(0)
-        hist = hist / (hist.norm(dim=0) + 1e-8)
-        return (hist[:, i] * hist[:, j]).sum(0)
-
-    @torch.no_grad()
-    def structure_step(self) -> dict[str, int]:
-        """Slow structural plasticity (every ``structure_every`` batches, default each epoch):
+    def structure_step(self, min_history: int = 16) -> dict[str, int]:
+        """Slow structural plasticity (every ``structure_every`` steps, default each epoch):
         Riemannian drift of each node towards its positively correlated neighbours, pruning of
         alive edges with ``sigmoid(a) < prune_threshold``, sprouting of one edge per node with a
         dead slot towards its most correlated unconnected 2-hop node (correlation above
         ``sprout_threshold``), then the kNN graph is rebuilt from the new positions (affinity and
-        pruned state carried over for edges that remain)."""
+        pruned state carried over for edges that remain). Skipped until the firing history holds
+        ``min_history`` samples (correlations need them)."""
         cfg = self.config
         out = {"pruned": 0, "sprouted": 0}
-        if not cfg.structural or len(self._history) < 10:
+        if not cfg.structural or len(self._firing) < min_history:
             return out
         n, k = self.nbr.shape
-        rows = torch.arange(n)[:, None].expand(n, k)
-        corr = self._correlation(rows, self.nbr) * self.alive  # (N, k)
         # drift: p_i <- exp_{p_i}(eta sum_j c_ij^+ log_{p_i}(p_j) / k)
-        p = self.positions()
         if cfg.eta_position > 0:
+            p = self.positions()
+            corr = self._firing.correlation(torch.arange(n)[:, None].expand(n, k), self.nbr) * self.alive  # (N, k)
             pull = (corr.clamp_min(0)[..., None] * G.logmap(p[:, None], p[self.nbr])).mean(1)  # (N, d)
-            p = G.project(G.expmap(p, cfg.eta_position * pull))
-            self.z.copy_(G.logmap0(p))
+            self.pos.copy_(G.project(G.expmap(p, cfg.eta_position * pull)))
         # prune
         weak = self.alive & (torch.sigmoid(self.affinity) < cfg.prune_threshold)
         self.alive &= ~weak
         out["pruned"] = int(weak.sum())
-        # sprout from 2-hop candidates into dead slots
-        cand = self.nbr[self.nbr].reshape(n, k * k)  # (N, k^2)
-        c = self._correlation(torch.arange(n)[:, None].expand_as(cand), cand)  # (N, k^2)
-        connected = ((cand[:, :, None] == self.nbr[:, None, :]) & self.alive[:, None, :]).any(-1)
-        c = c.masked_fill(connected | (cand == torch.arange(n)[:, None]), -2.0)
-        best, arg = c.max(1)  # (N,)
-        has_dead = (~self.alive).any(1)
-        grow = has_dead & (best > cfg.sprout_threshold)
-        slot = (~self.alive).float().argmax(1)  # first dead slot
-        g_idx = grow.nonzero().squeeze(1)
-        g_slot = slot[g_idx]
-        # the pruned kNN edge whose slot is taken (a pruned sprout's slot already names it)
-        self.displaced[g_idx, g_slot] = torch.where(self.sprouted[g_idx, g_slot], self.displaced[g_idx, g_slot],
-                                                    self.nbr[g_idx, g_slot])
-        self.nbr[g_idx, g_slot] = cand[g_idx, arg[g_idx]]
-        self.alive[g_idx, g_slot] = True
-        self.sprouted[g_idx, g_slot] = True
-        self.affinity[g_idx, g_slot] = 0.0
-        out["sprouted"] = int(grow.sum())
+        # sprout, only for nodes with a dead slot, from their 2-hop nodes
+        rows = (~self.alive).any(1).nonzero().squeeze(1)  # (R,)
+        if len(rows):
+            cand = self.nbr[self.nbr[rows]].reshape(len(rows), k * k)  # (R, k^2)
+            c = self._firing.correlation(rows[:, None].expand_as(cand), cand)  # (R, k^2)
+            mine = torch.where(self.alive[rows], self.nbr[rows], -1).sort(1).values  # (R, k) alive targets
+            at = torch.searchsorted(mine, cand).clamp_max(k - 1)
+            connected = mine.gather(1, at) == cand
+            c = c.masked_fill(connected | (cand == rows[:, None]), -2.0)
+            best, arg = c.max(1)  # (R,)
+            grow = best > cfg.sprout_threshold
+            g_idx = rows[grow]
+            g_slot = (~self.alive[g_idx]).float().argmax(1)  # first dead slot
+            # the pruned kNN edge whose slot is taken (a pruned sprout's slot already names it)
+            self.displaced[g_idx, g_slot] = torch.where(self.sprouted[g_idx, g_slot], self.displaced[g_idx, g_slot],
+                                                        self.nbr[g_idx, g_slot])
+            self.nbr[g_idx, g_slot] = cand[grow, arg[grow]]
+            self.alive[g_idx, g_slot] = True
+            self.sprouted[g_idx, g_slot] = True
+            self.affinity[g_idx, g_slot] = 0.0
+            out["sprouted"] = int(grow.sum())
         self.rebuild_graph()
-        self.stats.setdefault("pruned", []).append(out["pruned"])
-        self.stats.setdefault("sprouted", []).append(out["sprouted"])
+        if self.stats:
+            self.stats["pruned"].append(out["pruned"])
+            self.stats["sprouted"].append(out["sprouted"])
         return out
 
     @torch.no_grad()
@@ -565,15 +796,14 @@ class RSGN(SlowRuleModel):
         affinity: a sprouted node that is now among the k nearest becomes that kNN edge, the others
         move into a dead (pruned) slot of the new list and are dropped only if the row has none.
         """
-        n, k = self.nbr.shape
-        new = G.knn(self.positions(), k)  # (N, k)
+        new = self._knn(self.positions().detach())  # (N, k)
         # the kNN edge behind each old slot: a sprouted slot stands for the pruned edge it displaced
         knn_old = torch.where(self.sprouted, self.displaced, self.nbr)  # (N, k)
         knn_alive = self.alive & ~self.sprouted  # (N, k)
         knn_aff = torch.where(self.sprouted, torch.zeros_like(self.affinity), self.affinity)  # (N, k)
         match = new[:, :, None] == knn_old[:, None, :]  # (N, k_new, k_old)
         found = match.any(-1)
-        old_slot = match.float().argmax(-1)  # (N, k_new)
+        old_slot = match.to(torch.uint8).argmax(-1)  # (N, k_new) first matching old slot
         aff = torch.where(found, knn_aff.gather(1, old_slot), torch.zeros_like(self.affinity))
         alive = torch.where(found, knn_alive.gather(1, old_slot), torch.ones_like(self.alive))
         sprouted = torch.zeros_like(self.sprouted)
@@ -599,5 +829,12 @@ class RSGN(SlowRuleModel):
         self.sprouted.copy_(sprouted)
         self.displaced.copy_(displaced)
 
-__all__ = ["Graph", "RSGN", "RSGNConfig", "StepParams", "cap_active", "edge_weights", "inhibit",
-           "step_dense", "step_sparse"]
+
+def _sparse(alpha: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dense ``(B, N)`` activity -> ``(sorted flat ids, values)``."""
+    idx = alpha.reshape(-1).nonzero().squeeze(1)
+    return idx, alpha.reshape(-1)[idx]
+
+
+__all__ = ["Graph", "Ignition", "RSGN", "RSGNConfig", "StepOut", "StepParams", "cap_active", "cap_sparse",
+           "inhibit", "inhibit_sparse", "step_dense", "step_sparse"]

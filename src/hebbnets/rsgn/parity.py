@@ -16,7 +16,8 @@ Per forward pass (``N`` nodes, ``d`` = 3, ``d_h`` = 128):
   Euclidean radius-0.3 neighbourhood (which can only raise activity, see the reference §2.8);
 * readout ``o = sum_i alpha_i h_i`` (unnormalised), linear head.
 
-The notebook's ``HebbianLearner`` runs after every optimiser step (``hebbian=True``):
+The notebook's ``HebbianLearner`` runs after every optimiser step (``hebbian=True``; a
+``SlowRules`` training callback):
 ``u <- u + eta_a decay ((eta_a mean(alpha) mean(alpha)^T R) * sigmoid'(u v^T)) v`` with
 ``R = -loss`` (``reward="negloss"``, the author's sign) or the baseline-subtracted reward,
 ``theta <- clip(theta + eta_theta (mean(alpha) - 0.1), 0.01, 0.99)``, and every 10 epochs
@@ -32,6 +33,7 @@ curve recorded by an epoch callback (the ``fit`` protocol's ``curve`` option in
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,9 +136,7 @@ class RSGNParity(SlowRuleModel):
         self.init_state = nn.Linear(din, dh)
         self.head = nn.Linear(dh, spec.n_classes)
         self._history: list[torch.Tensor] = []
-        self._pending: dict[str, Any] | None = None
         self._loss_ema: float | None = None
-        self._batches = 0
         self._steps_per_epoch = 1
         self.last_stats: dict[str, Any] = {}
         self.stats: dict[str, list[float]] = {}
@@ -153,8 +153,6 @@ class RSGNParity(SlowRuleModel):
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         if x_mask is not None:
             raise ValueError("x_mask: rsgn_parity takes no input mask")
-        if self.training:
-            self._apply_pending()
         cfg = self.config
         pos = code_project(self.positions, 0.95)  # (N, d)
         W = self.weights(pos)  # (N, N)
@@ -180,22 +178,24 @@ class RSGNParity(SlowRuleModel):
             "exact_zero_fraction": [float((a == 0).float().mean()) for a in trace],
             "edges_per_sample": float(cfg.n_steps * W.shape[0] * (W.shape[0] - 1)),
         }
-        if self.training:
-            self._pending = {"mean": alpha.detach().mean(0), "loss": None,
-                             "snapshot": self.affinity_u.detach().clone()}
+        if self.training:  # what the slow rules of this batch need (SlowRules, after the optimiser step)
+            self._batch = {"mean": alpha.detach().mean(0), "loss": None, "snapshot": self.affinity_u.detach().clone()}
             self.stats.setdefault("active_fraction", []).append(self.last_stats["active_fraction"][-1])
         return self.head(out)
 
+    def _slow_fit_start(self, train, val) -> None:
+        self._steps_per_epoch = math.ceil(len(train) / self.config.batch_size)
+        self.stats = {}
 
-    def _apply_pending(self) -> None:
-        pend, self._pending = self._pending, None
-        if pend is None or pend["loss"] is None or not self.config.hebbian:
+    def _slow_step(self, step: int, record: dict[str, Any]) -> None:
+        """The notebook's order: ``HebbianLearner.update`` after every optimiser step, and every
+        10 epochs ``prune_and_sprout``."""
+        if not self.config.hebbian:
             return
         self.stats.setdefault("gradient_update", []).append(
-            float((self.affinity_u.detach() - pend["snapshot"]).norm()))
-        self.hebbian_update(pend["mean"], pend["loss"])
-        self._batches += 1
-        if self._batches % (10 * self._steps_per_epoch) == 0:
+            float((self.affinity_u.detach() - record["snapshot"]).norm()))
+        self.hebbian_update(record["mean"], float(record["loss"].mean()))
+        if (step + 1) % (10 * self._steps_per_epoch) == 0:
             self.prune_and_sprout()
 
     @torch.no_grad()

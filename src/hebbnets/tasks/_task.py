@@ -27,6 +27,10 @@ class Task:
         extra_metrics: ``{name: fn(model, task, split_name) -> float}``, scores that need the
             model itself rather than one prediction (e.g. an autoregressive rollout); the runner
             records each of them on every test split next to ``metric``.
+        stages: ``{stage name: training split}`` in learning order, for continual learning (empty
+            for an ordinary task): the first stage is learned with ``fit``, each later one with
+            ``partial_fit`` (``hebbnets.continual.fit_stages``); ``train`` then holds all stages
+            together (joint training, the reference without forgetting).
     """
 
     name: str
@@ -37,6 +41,7 @@ class Task:
     model_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
     info: dict[str, Any] = field(default_factory=dict)
     extra_metrics: dict[str, Callable[..., float]] = field(default_factory=dict)
+    stages: dict[str, Split] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         get_metric(self.metric)
@@ -54,13 +59,19 @@ class Task:
                 raise ValueError(f"tests: {key!r} is not a hebbnets.Split")
             if split.x.shape[1:] != self.train.x.shape[1:] or split.y.shape[1:] != self.train.y.shape[1:]:
                 raise ValueError(f"tests: split {key!r} has per-sample shapes that differ from train")
+        for key, split in self.stages.items():
+            if not isinstance(split, Split):
+                raise ValueError(f"stages: {key!r} is not a hebbnets.Split")
+            if split.x.shape[1:] != self.train.x.shape[1:] or split.y.shape[1:] != self.train.y.shape[1:]:
+                raise ValueError(f"stages: stage {key!r} has per-sample shapes that differ from train")
         # scoring a split with the task's metric needs no extra argument
-        for split in (self.train, *self.tests.values()):
+        for split in (self.train, *self.tests.values(), *self.stages.values()):
             split.metric = self.metric
 
     def __repr__(self) -> str:
         tests = ", ".join(f"{k}={len(v)}" for k, v in self.tests.items())
-        return f"Task({self.name!r}, train={len(self.train)}, tests=[{tests}], metric={self.metric!r})"
+        stages = ", stages=[" + ", ".join(f"{k}={len(v)}" for k, v in self.stages.items()) + "]" if self.stages else ""
+        return f"Task({self.name!r}, train={len(self.train)}{stages}, tests=[{tests}], metric={self.metric!r})"
 
 
 _TASKS: dict[str, Callable[..., Task]] = {}

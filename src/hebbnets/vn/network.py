@@ -31,12 +31,12 @@ from dataclasses import dataclass, field
 
 import torch
 from torch import nn
-from tqdm.auto import tqdm
 
 from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
+from ._fit import check_fit_fields, fit_local
 from .fista import fista_gram, kkt_violation, largest_eigenvalue
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
@@ -68,7 +68,11 @@ class VNConfig:
             l1 penalty is escaped by growing atoms.
         reseed_after: an atom unused (zero code for the whole batch) for this many consecutive
             batches is re-seeded from the worst-explained sample's residual (0 = never).
-        epochs, batch_size: training loop.
+        epochs, batch_size: training loop (``epochs`` is a cap when validating).
+        val_fraction: share of the training split held out for early stopping (``vn._fit``:
+            the atoms of the best validation epoch are kept); 0 trains on everything for
+            ``epochs`` epochs and keeps the last atoms.
+        patience: epochs without a lower validation error before training stops.
         output: ``"message"`` predicts ``U_L g_L``; ``"reconstruction"`` predicts ``S_1 g_1``
             (inpainting / reconstruction of the input; needs targets shaped like inputs).
         init: ``"data"`` initialises the first layer's atoms from random training pairs,
@@ -92,6 +96,8 @@ class VNConfig:
     reseed_after: int = 50
     epochs: int = 20
     batch_size: int = 64
+    val_fraction: float = 0.1
+    patience: int = 5
     output: str = "message"
     init: str = "data"
     progress: bool = True
@@ -110,7 +116,8 @@ class VNConfig:
                 check_positive(v, name, allow_zero=True)
         if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
             raise ValueError(f"topk: expected an int >= 0, got {self.topk!r}")
-        check_int_fields(self, ("max_iter", "max_sweeps", "epochs", "batch_size"))
+        check_int_fields(self, ("max_iter", "max_sweeps"))
+        check_fit_fields(self)
         if isinstance(self.reseed_after, bool) or not isinstance(self.reseed_after, int) or self.reseed_after < 0:
             raise ValueError(f"reseed_after: expected an int >= 0, got {self.reseed_after!r}")
         check_positive(self.tol, "tol")
@@ -304,6 +311,7 @@ class VectorNetwork(Model):
         y: torch.Tensor | None = None,
         x_mask: torch.Tensor | None = None,
         y_mask: torch.Tensor | None = None,
+        init: list[torch.Tensor] | None = None,
     ) -> Inference:
         """Infer the sparse codes of every layer for a batch.
 
@@ -312,6 +320,9 @@ class VectorNetwork(Model):
             y: optional ``(B, m_L)`` target clamped at the top with precision ``beta_L``.
             x_mask: optional ``(B, n_1)`` 0/1 mask of observed input entries.
             y_mask: optional ``(B, m_L)`` 0/1 mask of observed target entries.
+            init: optional per-layer warm starts ``(B, K_l)`` of the bottom-up pass's FISTA
+                solves (e.g. an amortised encoder's codes, ``hebbnets.vn.amortised``); zeros
+                when ``None``.
 
         Schedule **(choice)**: a bottom-up pass (each layer solved from its input alone, the top
         layer with ``y`` if clamped), then alternating down and up sweeps of block coordinate
@@ -326,6 +337,12 @@ class VectorNetwork(Model):
         y_mask = None if y_mask is None else y_mask.to(self.dtype)
         codes: list[torch.Tensor] = []
         iterations, converged = 0, True
+        if init is not None:
+            shapes = [(x.shape[0], layer.num_atoms) for layer in self.layers]
+            if len(init) != L or any(tuple(g.shape) != s for g, s in zip(init, shapes)):
+                raise ValueError(f"init: expected one code per layer shaped {shapes}, got "
+                                 f"{[tuple(g.shape) for g in init]}")
+            init = [g.to(self.dtype) for g in init]
 
         def context(l: int) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None, torch.Tensor | None]:
             x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
@@ -339,7 +356,8 @@ class VectorNetwork(Model):
         for l in range(L):
             x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
             h_l, h_mask = (y, y_mask) if l == L - 1 else (None, None)
-            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, None, True)
+            g0 = None if init is None else init[l]
+            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, g0, True)
             codes.append(g)
             iterations += it
             converged &= ok
@@ -548,27 +566,21 @@ class VectorNetwork(Model):
             first.U.copy_((ys / norms[:, None]).T)
 
     def _fit(self, split: Split) -> None:
-        cfg = self.config
-        if not bool(self.initialised):
-            if cfg.init == "data":
-                self._init_from_data(split)
-            self.initialised.fill_(True)
-        gen = torch.Generator().manual_seed(self.seed)
+        def init(train: Split) -> None:  # on the training part only: validation stays unseen
+            if not bool(self.initialised):
+                if self.config.init == "data":
+                    self._init_from_data(train)
+                self.initialised.fill_(True)
+
         x, y = self._flat(split.x), self._flat(split.y)
         xm, ym = self._flat(split.x_mask), self._flat(split.y_mask)
-        n = len(split)
-        bar = tqdm(range(cfg.epochs), desc="vn fit", disable=not cfg.progress or None, leave=False)
-        self.history: list[float] = []
-        for _ in bar:
-            perm = torch.randperm(n, generator=gen)
-            total = 0.0
-            for start in range(0, n, cfg.batch_size):
-                i = perm[start : start + cfg.batch_size]
-                inf = self.infer(x[i], y[i], None if xm is None else xm[i], None if ym is None else ym[i])
-                self.atomic_hebb(inf)
-                total += float(inf.total_energy.sum())
-            self.history.append(total / n)
-            bar.set_postfix(energy=f"{self.history[-1]:.4g}")
+
+        def learn_batch(i: torch.Tensor) -> float:
+            inf = self.infer(x[i], y[i], None if xm is None else xm[i], None if ym is None else ym[i])
+            self.atomic_hebb(inf)
+            return float(inf.total_energy.sum())
+
+        self.history: list[float] = fit_local(self, split, learn_batch, desc="vn fit", on_start=init)["energy"]
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         spec = self.spec

@@ -286,9 +286,6 @@ def findings(ctx: ReportContext) -> list[str]:
                    "`ood_pairs`, the round-1 split was not compositional (the MLP degraded no more than gap "
                    "interpolation); the current one is (table above).")
     out += _search_findings(ctx)
-    out.append("- **Equal effort and what was not searched.** Every model of a benchmark got the same number of "
-               "validation points in each search round (the configuration tables list them); `beta` and the Hebbian "
-               "rates were not searched anywhere.")
     return out + [""]
 
 
@@ -309,6 +306,23 @@ def _search_findings(ctx: ReportContext) -> list[str]:
             if bench is FUNCTIONS_MASKED and m != "vn" and r2 and r3:
                 caps.append(f"{m} {fmt(min(r2))} -> {fmt(min(r3))}")
     out = []
+    effort = []
+    for bench in RESULT_BENCHES:
+        own = ctx.configs(bench.configs, follow=False)
+        models = ctx.configs(bench.configs).get("models", {})
+        if "same_as" in own or not models:
+            continue
+        rounds = sorted({p.get("round") for d in models.values() for p in d.get("points", [])}, key=str)
+        parts = []
+        for r in rounds:
+            counts = {m: sum(1 for p in d.get("points", []) if p.get("round") == r) for m, d in models.items()}
+            equal = "equal" if len(set(counts.values())) == 1 else "unequal"
+            label = f"round {r}" if r is not None else "one round"
+            parts.append(f"{label} " + ", ".join(f"{m} {n}" for m, n in counts.items()) + f" ({equal})")
+        effort.append(f"{bench.configs}: " + "; ".join(parts))
+    if effort:
+        out.append("- **Tuning effort** (validation points per model, from the configs files): " + " | ".join(effort)
+                   + ". `beta` and the Hebbian rates were not searched anywhere.")
     if total:
         out.append(f"- **Weight decay.** In the round-2 baseline grids, weight decay 1e-4 (Adam L2) was worse than the same "
                    f"learning rate without it in {hurt} of {total} pairs, so only the learning-rate points were "
@@ -327,8 +341,8 @@ SPEC = register_spec(Spec(
     "vn_benchmarks", "VN benchmarks: functions1d, spatial2d, nbody, mnist_comp",
     benches=(*RESULT_BENCHES, FUNCTIONS_ROUND1, SPATIAL_CAPACITY),
     intro=("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (data and models re-seeded), at "
-           "the configuration chosen on validation data carved from the seed-0 training split, with the same number of "
-           "validation points for every model (section \"Configurations\"). Rows marked `(summary)` are imported "
+           "the configuration chosen on validation data carved from the seed-0 training split (section \"Configurations\"; "
+           "the validation points per model are counted under \"What the numbers say\"). Rows marked `(summary)` are imported "
            "summaries of earlier runs (mean ± std only; the per-seed values were not committed); `reproduce` replaces "
            "them with per-seed records. `gap_interp` and `zeros` are model-free references, never counted as the best "
            "baseline. Background: `docs/vn.md`."),
