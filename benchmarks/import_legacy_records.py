@@ -15,7 +15,9 @@ model config must equal the planned ones, and the entry takes the planned job's 
 ``hebbnets reproduce NAME --stage run --out fresh/`` would recompute it. Every entry keeps
 ``imported_from`` (file@commit), the original fields under ``original``, and ``commit`` (the
 commit the result was computed at, where recorded; else null) with ``dirty`` null (not recorded).
-Nothing is trained here.
+Nothing is trained here. It was run once, at commit 96611b6 (the committed ``records/`` hold its
+output); the models have changed since (e.g. the RSGN rework), so planned configs now differ from
+the recorded ones and a rerun would import nothing for them: the check doing its job.
 """
 from __future__ import annotations
 

@@ -92,3 +92,24 @@ def test_error_map_and_atoms_statistics():
     atoms = entry["stats"]["atoms"]
     assert atoms["shape"] == [6, 8, 8] and atoms["side"] == "S" and len(atoms["usage"]) == 6
     assert atoms["usage"] == sorted(atoms["usage"], reverse=True)
+
+
+def test_a_protocol_check_runs_when_the_plan_is_checked(monkeypatch):
+    monkeypatch.setattr(_protocols.PROTOCOLS, "items", dict(_protocols.PROTOCOLS.items))
+    calls = []
+
+    @register_protocol("staged_test")
+    def staged(ctx):
+        calls.append("ran")
+        return []
+
+    def check(model, task, options):
+        if not task.stages:
+            raise ValueError(f"task: {task.name!r} has no stages")
+
+    staged.check = check
+    bench = Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,),
+                  protocol="staged_test")
+    with pytest.raises(ValueError, match=r"^models: 'mlp' \(mlp\) cannot run on task 'spatial2d'.*no stages"):
+        plan_bench(None, bench, "quick")
+    assert calls == []

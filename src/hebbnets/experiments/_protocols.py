@@ -10,7 +10,7 @@ protocol never writes records itself::
 
     @register_protocol("continual")
     def continual(ctx):
-        first, second = ctx.task.info["stages"]
+        first, second = ctx.task.stages.values()
         ctx.fit(first)                          # timed; recorded as stats["fit_seconds"]
         rows = ctx.score_tests(prefix="stage1_")
         ctx.model.partial_fit(second)
