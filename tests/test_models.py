@@ -134,6 +134,13 @@ def _codes(n, seed):  # (N, 8) one-hot pairs -> (N, 4, 4) outer products, decode
     return hn.Split(torch.cat([eye[a], eye[b]], 1), eye[a][:, :, None] * torch.rand(n, 1, 4, generator=g))
 
 
+def _masked(n, seed):  # (N, 8) signals with a hidden segment -> the full signals
+    x = torch.randn(n, 8, generator=torch.Generator().manual_seed(seed))
+    mask = torch.ones(n, 8)
+    mask[:, 3:5] = 0
+    return hn.Split(x * mask, x, x_mask=mask)
+
+
 def _ctx(n, seed):  # (N, 8 + 1) content and one context entry -> (N, 8)
     g = torch.Generator().manual_seed(seed)
     z, c = torch.randn(n, 8, generator=g), torch.rand(n, 1, generator=g) * 2 - 1
@@ -166,6 +173,8 @@ CASES = {  # model -> (tiny config, split maker)
     "set_mlp": (dict(content=4, hidden=8, summary=4, **QUIET), _bodies),
     "window_linear": (dict(), _bodies),
     "system_ridge": (dict(), _bodies),
+    "zeros": (dict(), _seq),  # model-free references (hebbnets.experiments.references)
+    "gap_interp": (dict(), _masked),
 }
 
 
@@ -198,7 +207,7 @@ class _StartState(hn.training.Callback):
 
 LOCAL_RULES = {"vn": ("rho_s", "rho_u"), "vn_matrix": ("rho_u", "rho_s"), "vn_pairs": ("rho_in", "rho_out"),
                "vn_applied": ("rho_u", "rho_s", "rho_c")}
-CLOSED_FORM = {"centroid", "lda", "window_linear", "system_ridge"}
+CLOSED_FORM = {"centroid", "lda", "window_linear", "system_ridge", "zeros", "gap_interp"}
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(LOCAL_RULES) - CLOSED_FORM))

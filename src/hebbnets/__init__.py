@@ -14,5 +14,7 @@ from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", 
 from . import tasks
 from . import continual, entanglement
 from . import bench
+from . import experiments
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "metrics", "models", "rsgn", "tasks", "training", "vn", "__version__"]
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "experiments", "metrics",
+           "models", "rsgn", "tasks", "training", "vn", "__version__"]

@@ -76,7 +76,7 @@ PAPER = dict(d_model=128, n_heads=4, d_ff=512, positions="none", norm_first=Fals
 
 
 @pytest.mark.parametrize("length, features, classes, layers, expected", [
-    (64, 32, 20, 2, 403_348),  # rsgn_hierarchical (rsgn-reference)
+    (64, 32, 20, 2, 403_348),  # rsgn_hierarchical (docs/rsgn.md)
     (128, 32, 10, 3, 600_330),  # rsgn_longrange
 ])
 def test_rsgn_paper_transformer_parameter_counts(length, features, classes, layers, expected):

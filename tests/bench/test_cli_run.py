@@ -3,6 +3,7 @@ import json
 import pytest
 
 from hebbnets.bench.cli_run import main, parse_assignments, parse_value
+from hebbnets.experiments import RecordStore
 
 
 def test_parse_values():
@@ -22,6 +23,7 @@ def test_parse_values():
     (["run", "spatial2d", "--models", "mlp", "--seeds", "0,x"], "--seeds"),
     (["run", "spatial2d", "--models", "mlp", "--scale", "huge"], "scale"),
     (["run", "spatial2d", "--models", "mlp", "--model-set", "mlp.bogus=1"], "bogus"),
+    (["run", "toy_atoms", "--models", "vn,centroid"], "classifier"),
 ])
 def test_bad_input_exits_2_with_message(argv, needle, capsys, tmp_path):
     assert main(argv + ["--out", str(tmp_path)]) == 2
@@ -36,37 +38,36 @@ def test_missing_models_is_an_argparse_error():
     assert exc.value.code == 2
 
 
-def test_successful_run_prints_table_and_writes_files(capsys, tmp_path):
-    argv = ["run", "spatial2d", "--models", "mlp,factorized", "--seeds", "0,1", "--out", str(tmp_path), "--quiet",
-            "--set", "grid=8", "--set", "held_out=[3,4]", "--model-set", "mlp.epochs=1", "--model-set", "mlp.hidden=[8]",
-            "--model-set", "factorized.epochs=1", "--no-progress"]
+TINY_ARGS = ["--set", "grid=8", "--set", "held_out=[3,4]", "--model-set", "mlp.epochs=1",
+             "--model-set", "mlp.hidden=[8]", "--quiet"]
+
+
+def _values(path):
+    return sorted((e["seed"], r["split"], r["value"]) for e in RecordStore(path).entries() for r in e["rows"])
+
+
+def test_successful_run_prints_table_and_writes_store_and_csv(capsys, tmp_path):
+    argv = ["run", "spatial2d", "--models", "mlp,factorized", "--seeds", "0,1", "--out", str(tmp_path),
+            "--model-set", "factorized.epochs=1"] + TINY_ARGS
     assert main(argv) == 0
     out = capsys.readouterr().out
     assert "OOD/ID" in out and "mlp" in out and "factorized" in out
-    files = sorted(p.suffix for p in tmp_path.iterdir())
-    assert files == [".csv", ".json", ".jsonl"]  # results + the per-fit checkpoint
-    doc = json.loads(next(tmp_path.glob("*.json")).read_text())
-    assert len(doc["records"]) == 2 * 2 * 2 and doc["records"][0]["model_config"]["epochs"] == 1
-    assert all(r["model_config"]["progress"] is False for r in doc["records"])
+    assert sorted(p.suffix for p in tmp_path.iterdir() if not p.name.endswith(".lock")) == [".csv", ".jsonl"]
+    entries = RecordStore(next(tmp_path.glob("*.jsonl"))).entries()
+    assert len(entries) == 2 * 2 and all(len(e["rows"]) == 2 for e in entries)
+    assert all(e["config"]["progress"] is False and e["config"]["epochs"] == 1 for e in entries)
 
 
-TINY_ARGS = ["--set", "grid=8", "--set", "held_out=[3,4]", "--model-set", "mlp.epochs=1",
-             "--model-set", "mlp.hidden=[8]", "--quiet", "--no-progress"]
-
-
-def _records(path):
-    return sorted((r["seed"], r["split"], r["value"]) for r in json.loads(path.read_text())["records"])
-
-
-def test_resume_reuses_finished_fits(capsys, tmp_path):
+def test_rerun_reuses_finished_fits(capsys, tmp_path):
     assert main(["run", "spatial2d", "--models", "mlp", "--seeds", "0", "--out", str(tmp_path)] + TINY_ARGS) == 0
-    first = _records(next(tmp_path.glob("*.json")))
+    store = next(tmp_path.glob("*.jsonl"))
+    first = _values(store)
     capsys.readouterr()
-    argv = ["run", "spatial2d", "--models", "mlp", "--seeds", "0,1", "--out", str(tmp_path), "--resume"]
+    argv = ["run", "spatial2d", "--models", "mlp", "--seeds", "0,1", "--out", str(tmp_path)]
     assert main(argv + [a for a in TINY_ARGS if a != "--quiet"]) == 0
     err = capsys.readouterr().err
-    assert "mlp seed=0: reused" in err and "mlp seed=1: fit" in err
-    both = _records(next(tmp_path.glob("*.json")))
+    assert "1 already in" in err and "1 to run" in err and "mlp seed=1" in err and "mlp seed=0" not in err
+    both = _values(store)
     assert [r for r in both if r[0] == 0] == first and {r[0] for r in both} == {0, 1}
 
 
@@ -76,34 +77,30 @@ def test_merge_equals_a_joint_run(capsys, tmp_path):
         assert main(argv + TINY_ARGS) == 0
     assert main(["run", "spatial2d", "--models", "mlp", "--seeds", "0,1", "--out", str(tmp_path / "joint")]
                 + TINY_ARGS) == 0
-    parts = [str(next((tmp_path / s).glob("*.json"))) for s in ("0", "1")]
+    parts = [str(next((tmp_path / s).glob("*.jsonl"))) for s in ("0", "1")]
     capsys.readouterr()
-    assert main(["merge", str(tmp_path / "m.json")] + parts) == 0
+    assert main(["merge", str(tmp_path / "m.jsonl")] + parts) == 0
     assert "mlp" in capsys.readouterr().out and (tmp_path / "m.csv").is_file()
-    merged = json.loads((tmp_path / "m.json").read_text())
-    joint = json.loads(next((tmp_path / "joint").glob("*.json")).read_text())
-    assert _records(tmp_path / "m.json") == _records(next((tmp_path / "joint").glob("*.json")))
-    assert merged["summary"] == joint["summary"]
+    assert _values(tmp_path / "m.jsonl") == _values(next((tmp_path / "joint").glob("*.jsonl")))
 
 
 @pytest.mark.parametrize("make_inputs, needle", [
     (lambda d, good: [good, good], "both hold"),
-    (lambda d, good: [str(d / "missing.json")], "no such file"),
-    (lambda d, good: [(d / "bad.json").write_text("{") and str(d / "bad.json")], "not JSON"),
-    (lambda d, good: [(d / "nr.json").write_text("{}") and str(d / "nr.json")], "records"),
-    (lambda d, good: [(d / "bad_rec.json").write_text('{"records": [{"model": "mlp"}]}') and str(d / "bad_rec.json")],
-     "without task"),
+    (lambda d, good: [str(d / "missing.jsonl")], "no such file"),
+    (lambda d, good: [(d / "bad.jsonl").write_text("{\n{\n") and str(d / "bad.jsonl")], "not a record entry"),
+    (lambda d, good: [(d / "x.json").write_text("{}") and str(d / "x.json")], "not a record store"),
+    (lambda d, good: [(d / "nk.jsonl").write_text('{"key": "a"}\n') and str(d / "nk.jsonl")], "without key and kind"),
 ])
 def test_merge_bad_input_exits_2(make_inputs, needle, capsys, tmp_path):
     assert main(["run", "spatial2d", "--models", "mlp", "--seeds", "0", "--out", str(tmp_path / "r")] + TINY_ARGS) == 0
-    good = str(next((tmp_path / "r").glob("*.json")))
+    good = str(next((tmp_path / "r").glob("*.jsonl")))
     capsys.readouterr()
-    assert main(["merge", str(tmp_path / "m.json")] + make_inputs(tmp_path, good)) == 2
+    assert main(["merge", str(tmp_path / "m.jsonl")] + make_inputs(tmp_path, good)) == 2
     err = capsys.readouterr().err
     assert err.startswith("hebbnets merge: error: inputs:") and needle in err
-    assert not (tmp_path / "m.json").exists()
+    assert not (tmp_path / "m.jsonl").exists()
 
 
-def test_merge_output_must_be_json(capsys, tmp_path):
-    assert main(["merge", str(tmp_path / "m.txt"), str(tmp_path / "x.json")]) == 2
+def test_merge_output_must_be_jsonl(capsys, tmp_path):
+    assert main(["merge", str(tmp_path / "m.json"), str(tmp_path / "x.jsonl")]) == 2
     assert "output" in capsys.readouterr().err

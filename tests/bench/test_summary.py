@@ -54,3 +54,9 @@ def test_table_mentions_every_model_and_split():
     assert text.startswith("demo") and "2.33 ± 1.53" in text
     for word in ("vn", "mlp", "cnn", "OOD/ID", "best baseline cnn", "0.25"):
         assert word in text
+
+
+def test_one_seed_rows_print_no_nan():
+    recs = [_rec("vn", "id", 0, 0.5), _rec("vn", "ood", 0, 0.75), _rec("mlp", "id", 0, 1.0), _rec("mlp", "ood", 0, 4.0)]
+    text = format_table(summarize(recs))
+    assert "nan" not in text and " 0.5 " in text and "0.75" in text

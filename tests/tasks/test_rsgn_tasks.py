@@ -32,7 +32,7 @@ def test_hierarchical_checksum_and_split(hier):
     assert _sha(tr.astype(np.int64)) == "6e6003e2444aa134879b5ae2c26bbe41b7a7cb7fdb30efb30fd72ce67b426120"
     assert len(tr) == 4000 and len(va) == 1000 and len(np.intersect1d(tr, va)) == 0
     counts = np.bincount(y[va], minlength=20)
-    assert counts.min() == 41 and counts.max() == 64  # rsgn-reference §4.1
+    assert counts.min() == 41 and counts.max() == 64  # docs/rsgn.md §4.1
 
 
 def test_longrange_checksum(longr):
@@ -45,7 +45,7 @@ def test_longrange_checksum(longr):
 
 
 def test_generators_reproduce_the_independently_measured_trivial_baselines(hier, longr):
-    # rsgn-reference §4.7 (an independent NumPy re-run of the author's notebook data): nearest
+    # docs/rsgn.md §4.7 (an independent NumPy re-run of the author's notebook data): nearest
     # centroid on the mean-pooled input scores 24.1 % (hierarchical) and 92.5 % (long-range).
     # Matching to the sample is strong evidence the draw order is the author's.
     for (X, y), expected in ((hier, 0.241), (longr, 0.925)):

@@ -1,4 +1,4 @@
-"""Sparse Transformer baseline of the RSGN paper (rsgn-reference §4.3): fixed local + strided
+"""Sparse Transformer baseline of the RSGN paper (docs/rsgn.md §4.3): fixed local + strided
 attention, post-LN, no positional encoding.
 
 Each layer is ``h <- LN(h + MHA(h, mask))``, then ``h <- LN(h + W2 GELU(W1 h))``, without dropout.

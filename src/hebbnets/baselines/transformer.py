@@ -161,7 +161,7 @@ class Transformer(BackpropModel):
     layers, absolute positions (fixed sinusoidal + learned, learned only, or none), missing tokens
     as a learned mask token or as padding, and a ``SequenceHead`` readout.
 
-    The RSGN paper's baseline (rsgn-reference) is ``positions="none", norm_first=False,
+    The RSGN paper's baseline (docs/rsgn.md) is ``positions="none", norm_first=False,
     final_norm=False, activation="relu", dropout=0.1, readout="pool"`` with ``d_model=128,
     n_heads=4, d_ff=512``: 403,348 parameters with 2 layers on the hierarchical task.
     """

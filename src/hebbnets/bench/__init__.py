@@ -1,11 +1,12 @@
-"""Benchmark runner: ``run`` (train/score every model x seed), table maths, JSON/CSV writers,
-validation-only tuning, and the ``hebbnets run`` subcommand (``cli_run``)."""
-from .io import read_json, write_csv, write_json
-from .runner import git_commit, plan, run
+"""Benchmark tools: ``run`` (every model x seed on a task, through the experiments runner),
+table maths (``summarize``, ratios), validation-only tuning (``tune``), speed measurements
+(``speed``), and the ``hebbnets run`` / ``merge`` subcommands (``cli_run``)."""
+from .io import merge_entries, write_csv
+from .runner import plan, run
 from .summary import format_table, ood_id_ratios, relative_to_best_baseline, sample_std, summarize
-from .tune import grid_points, tune
+from .tune import grid_points, tune, validation_split
 
 __all__ = [
-    "format_table", "git_commit", "grid_points", "ood_id_ratios", "plan", "read_json",
-    "relative_to_best_baseline", "run", "sample_std", "summarize", "tune", "write_csv", "write_json",
+    "format_table", "grid_points", "merge_entries", "ood_id_ratios", "plan", "relative_to_best_baseline", "run",
+    "sample_std", "summarize", "tune", "validation_split", "write_csv",
 ]

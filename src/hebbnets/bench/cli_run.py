@@ -1,18 +1,20 @@
 """The ``hebbnets run`` and ``hebbnets merge`` subcommands (argument parsing only; the work is in
-``bench.runner`` and ``bench.io``).
+``bench.runner``, i.e. the experiments runner, and ``bench.io``).
 
     hebbnets run TASK --models vn,mlp --seeds 0,1,2 --scale quick --out results/ \\
-        [--set KEY=VALUE ...] [--model-set MODEL.KEY=VALUE ...] [--resume]
-    hebbnets merge OUT.json IN.json [IN.json ...]   # e.g. seeds run on different machines
+        [--set KEY=VALUE ...] [--model-set MODEL.KEY=VALUE ...] [--recompute]
+    hebbnets merge OUT.jsonl IN.jsonl [IN.jsonl ...]   # e.g. seeds run on different machines
 
-``--set`` values are parsed as JSON when possible (``n_train=500``, ``held_out=[8,16]``,
-``noise=0.1``) and kept as strings otherwise (``mode=masked``). Bad input (unknown task, model,
-parameter or config key, malformed ``--set``) prints one error line and exits with code 2.
+``run`` keeps its fits in the record store ``OUT/<stem>.jsonl`` (each fit written as it ends);
+the same command again reuses every finished fit whose task parameters and config are unchanged
+and trains only the rest. ``--set`` values are parsed as JSON when possible (``n_train=500``,
+``held_out=[8,16]``, ``noise=0.1``) and kept as strings otherwise (``mode=masked``). Bad input
+(unknown task, model, parameter or config key, malformed ``--set``, a model that cannot run on
+the task) prints one error line and exits with code 2, before anything trains.
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import re
 import sys
@@ -74,41 +76,31 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--models", required=True, help="comma-separated model names, e.g. vn,mlp")
     p.add_argument("--seeds", default="0,1,2", help="comma-separated seeds (default 0,1,2)")
     p.add_argument("--scale", default="quick", help="task scale: quick or paper (default quick)")
-    p.add_argument("--out", default="results", help="output folder for the JSON and CSV (default results/)")
+    p.add_argument("--out", default="results", help="output folder for the record store and CSV (default results/)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="task parameter, e.g. --set mode=masked (repeatable)")
     p.add_argument("--model-set", dest="model_sets", action="append", default=[], metavar="MODEL.KEY=VALUE",
                    help="model config override, e.g. --model-set mlp.epochs=50 (repeatable)")
-    p.add_argument("--resume", action="store_true",
-                   help="reuse the finished fits recorded in OUT/<stem>.fits.jsonl by an earlier, interrupted "
-                   "run with the same task parameters and model configs (each fit is appended there as it ends)")
+    p.add_argument("--recompute", action="store_true", help="train every fit again even if the store holds it")
     p.add_argument("--quiet", action="store_true", help="no per-fit progress lines")
-    p.add_argument("--no-progress", action="store_true", help="turn off the models' own progress bars")
     p.set_defaults(func=handle_run)
     return p
 
 
 def handle_run(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``; returns the process exit code."""
-    from .. import models as models_mod
-    from .. import tasks
-    from .io import write_csv, write_json
-    from .runner import _check_seeds, plan, run
+    from ..experiments import RecordStore, execute, flat_records
+    from .io import write_csv
+    from .runner import plan
     from .summary import format_table, summarize
 
     try:
-        if args.task not in tasks.names():
-            raise ValueError(f"task: unknown task {args.task!r}; expected one of {tasks.names()}")
         models = [m.strip() for m in args.models.split(",") if m.strip()]
-        seeds = _check_seeds(_int_list(args.seeds, "--seeds"))
+        seeds = _int_list(args.seeds, "--seeds")
         task_params = parse_assignments(args.sets, "--set")
         overrides = parse_assignments(args.model_sets, "--model-set", dotted=True)
-        if args.no_progress:
-            for m in models:
-                if m in models_mod.names() and "progress" in {f.name for f in dataclasses.fields(models_mod.get(m).Config)}:
-                    overrides.setdefault(m, {}).setdefault("progress", False)
-        # validates names, seeds, task parameters and config keys before any training
-        plan(args.task, models, seeds[:1], scale=args.scale, task_params=task_params, overrides=overrides)
+        # validates names, seeds, task parameters, config keys and compatibility before any training
+        jobs = plan(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides)
     except ValueError as exc:
         print(f"hebbnets run: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -116,62 +108,58 @@ def handle_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     stem = _stem(args.task, task_params, args.scale)
     out = Path(args.out)
-    records = run(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides,
-                  log=log, checkpoint=out / f"{stem}.fits.jsonl", resume=getattr(args, "resume", False))
-    json_path = write_json(records, out / f"{stem}.json")
+    store = RecordStore(out / f"{stem}.jsonl")
+    records = flat_records(execute(jobs, store, log=log, recompute=args.recompute))
     csv_path = write_csv(records, out / f"{stem}.csv")
     params = ", ".join(f"{k}={v}" for k, v in task_params.items())
     title = f"{args.task} ({params + ', ' if params else ''}scale={args.scale}), seeds {seeds}"
     print(format_table(summarize(records), title=title))
-    print(f"\nwrote {json_path} and {csv_path} ({time.perf_counter() - t0:.0f}s)")
+    print(f"\nrecords in {store.path}, table in {csv_path} ({time.perf_counter() - t0:.0f}s)")
     return 0
 
 
 def add_merge_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Add the ``merge`` subcommand to an argparse subparsers object."""
-    p = sub.add_parser("merge", help="merge the JSON results of several runs into one JSON + CSV and table",
-                       description="Concatenate the records of result JSONs written by `hebbnets run` (for "
-                       "example one per seed or model, run in parallel), recompute the summary and ratios, "
-                       "and write OUT (JSON) and the CSV beside it. A fit present in two inputs is an error.")
-    p.add_argument("output", help="merged JSON file to write (the CSV gets the same name with .csv)")
-    p.add_argument("inputs", nargs="+", help="result JSON files written by `hebbnets run`")
+    p = sub.add_parser("merge", help="merge the record stores of several runs into one store, CSV and table",
+                       description="Merge record stores written by `hebbnets run` (for example one per seed or "
+                       "model, run on different machines) into OUT (a .jsonl store) and the CSV beside it, and print "
+                       "the table. A fit present in two inputs is an error.")
+    p.add_argument("output", help="record store to write (.jsonl; the CSV gets the same name with .csv)")
+    p.add_argument("inputs", nargs="+", help="record stores (.jsonl) written by `hebbnets run`")
     p.set_defaults(func=handle_merge)
     return p
 
 
 def handle_merge(args: argparse.Namespace) -> int:
-    """Merge the result files named in ``args``; returns the process exit code."""
-    from .io import merge_records, read_json, write_csv, write_json
+    """Merge the stores named in ``args``; returns the process exit code."""
+    from ..experiments import RecordStore, flat_records
+    from .io import merge_entries, write_csv
     from .summary import format_table, summarize
 
     try:
         output = Path(args.output)
-        if output.suffix != ".json":
-            raise ValueError(f"output: expected a .json path, got {args.output!r}")
+        if output.suffix != ".jsonl":
+            raise ValueError(f"output: expected a .jsonl path, got {args.output!r}")
         parts = []
         for name in args.inputs:
             path = Path(name)
             if not path.is_file():
                 raise ValueError(f"inputs: no such file {name!r}")
+            if path.suffix != ".jsonl":
+                raise ValueError(f"inputs: {name!r} is not a record store (.jsonl)")
             try:
-                doc = read_json(path)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"inputs: {name!r} is not JSON ({exc})") from None
-            if not isinstance(doc, dict) or not isinstance(doc.get("records"), list):
-                raise ValueError(f"inputs: {name!r} has no 'records' list (not written by `hebbnets run`?)")
-            parts.append(doc["records"])
-        records = merge_records(parts)
+                parts.append(RecordStore(path).entries())
+            except ValueError as exc:
+                raise ValueError(f"inputs: {name!r}: {exc}") from None
+        entries = merge_entries(parts)
     except ValueError as exc:
         print(f"hebbnets merge: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    # null values (NaN written as null) are read back as NaN so the summary treats them as before
-    for r in records:
-        if r.get("value") is None:
-            r["value"] = float("nan")
-    json_path = write_json(records, output)
+    RecordStore(output).rewrite(entries)
+    records = flat_records(entries)
     csv_path = write_csv(records, output.with_suffix(".csv"))
-    print(format_table(summarize(records), title=f"merged: {len(args.inputs)} files, {len(records)} records"))
-    print(f"\nwrote {json_path} and {csv_path}")
+    print(format_table(summarize(records), title=f"merged: {len(args.inputs)} stores, {len(entries)} fits"))
+    print(f"\nwrote {output} and {csv_path}")
     return 0
 
 

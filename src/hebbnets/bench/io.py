@@ -1,54 +1,20 @@
-"""Writers for runner results: one JSON (records, summary, ratios) and one CSV (records)."""
+"""Files of runner results: a CSV of flat records, and the merge of record stores."""
 from __future__ import annotations
 
 import csv
 import json
-import math
 import os
 from pathlib import Path
 from typing import Any
 
-from .summary import ood_id_ratios, relative_to_best_baseline, summarize
-
 CSV_FIELDS = ("task", "model", "seed", "split", "metric", "value", "num_parameters", "fit_seconds",
-              "predict_seconds", "version", "git_commit", "task_params", "model_config",
+              "predict_seconds", "version", "git_commit", "git_dirty", "task_params", "model_config",
               "active_fraction", "edges_per_sample")
 
 
-def _finite(value: Any) -> Any:
-    """JSON has no NaN/Inf: write them as null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_finite(v) for v in value]
-    return value
-
-
-def write_json(records: list[dict[str, Any]], path: str | os.PathLike, model: str = "vn") -> Path:
-    """Write ``{"records", "summary", "ood_id_ratio", "relative_to_best_baseline"}`` to ``path``.
-
-    The ratios are computed per metric: ``ood_id_ratio`` is ``{metric: {model: {split: r}}}``
-    and ``relative_to_best_baseline`` is ``{"model": model, "metrics": {metric: {split: ...}}}``.
-    """
-    summary = summarize(records)
-    by_metric = {m: [r for r in summary if r["metric"] == m] for m in dict.fromkeys(r["metric"] for r in summary)}
-    doc = {
-        "records": records,
-        "summary": summary,
-        "ood_id_ratio": {m: ood_id_ratios(rows) for m, rows in by_metric.items()},
-        "relative_to_best_baseline": {"model": model, "metrics": {
-            m: relative_to_best_baseline(rows, model) for m, rows in by_metric.items()}},
-    }
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_finite(doc), indent=2))
-    return path
-
-
 def write_csv(records: list[dict[str, Any]], path: str | os.PathLike) -> Path:
-    """One row per record; ``task_params`` and ``model_config`` as JSON strings."""
+    """One row per flat record (``hebbnets.experiments.flat_records``); ``task_params`` and
+    ``model_config`` as JSON strings."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", newline="") as fh:
@@ -62,29 +28,21 @@ def write_csv(records: list[dict[str, Any]], path: str | os.PathLike) -> Path:
     return path
 
 
-def read_json(path: str | os.PathLike) -> dict[str, Any]:
-    return json.loads(Path(path).read_text())
+def merge_entries(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The entries of several record stores (e.g. one per machine) as one list.
 
-
-def merge_records(parts: list[list[dict[str, Any]]]) -> list[dict[str, Any]]:
-    """Concatenate the records of several runs (e.g. one per seed, run in parallel).
-
-    Raises ``ValueError`` if two parts hold the same (task, task parameters, model, seed, split,
-    metric): a merged table must not count a fit twice.
+    Raises ``ValueError`` if two parts hold the same fit (the same key): a merged table must
+    not count a fit twice, and two results for one key mean the runs were not independent.
     """
     seen: dict[str, int] = {}
     merged: list[dict[str, Any]] = []
-    for i, records in enumerate(parts):
-        for r in records:
-            try:
-                key = json.dumps([r["task"], r["task_params"], r["model"], r["seed"], r["split"], r["metric"]],
-                                 sort_keys=True)
-            except (KeyError, TypeError):
-                raise ValueError(f"inputs: part {i} holds a record without task, task_params, model, seed, "
-                                 f"split and metric (not written by `hebbnets run`?)") from None
-            if key in seen and seen[key] != i:
-                raise ValueError(f"inputs: parts {seen[key]} and {i} both hold {r['model']} seed {r['seed']} "
-                                 f"split {r['split']} ({r['metric']}) of task {r['task']}")
-            seen[key] = i
-            merged.append(r)
+    for i, entries in enumerate(parts):
+        for e in entries:
+            if "key" not in e or "kind" not in e:
+                raise ValueError(f"inputs: part {i} holds an entry without key and kind (not a record store?)")
+            if e["key"] in seen:
+                what = f"{e.get('model')} seed {e.get('seed')} on {e.get('task')}"
+                raise ValueError(f"inputs: parts {seen[e['key']]} and {i} both hold the fit {what} (key {e['key']})")
+            seen[e["key"]] = i
+            merged.append(e)
     return merged

@@ -94,6 +94,13 @@ def _fmt(v: float) -> str:
     return "nan" if math.isnan(v) else f"{v:.3g}"
 
 
+def _mean_std(row: dict[str, Any]) -> str:
+    """``mean ± std``; one seed prints the mean alone (a sample std needs two)."""
+    if row["n"] < 2 or math.isnan(row["std"]):
+        return _fmt(row["mean"])
+    return f"{_fmt(row['mean'])} ± {_fmt(row['std'])}"
+
+
 def format_table(summary: list[dict[str, Any]], title: str = "", model: str = "vn") -> str:
     """Plain-text table: mean +- sample std per model and split, parameter counts, OOD/ID
     ratios, and ``model``'s error relative to the best baseline; one block per metric."""
@@ -119,7 +126,7 @@ def _format_block(summary: list[dict[str, Any]], title: str, model: str) -> str:
         cells = []
         for s in splits:
             r = cell.get((m, s))
-            cells.append(f"{'-':>{width}}" if r is None else f"{_fmt(r['mean']) + ' ± ' + _fmt(r['std']):>{width}}")
+            cells.append(f"{'-':>{width}}" if r is None else f"{_mean_std(r):>{width}}")
         lines.append(f"{m:<12}{int(round(params)):>9}  " + "".join(cells))
     ratios = ood_id_ratios(summary)
     ood = [s for s in splits if s.startswith("ood")]

@@ -7,18 +7,15 @@ task's metric; test splits are never touched. Give every model the same number o
 """
 from __future__ import annotations
 
-import dataclasses
 import itertools
-import time
 from typing import Any
 
 import torch
 
-from .. import models as _models
+from .._split import Split
 from ..training import carve_validation
-from ..metrics import HIGHER_IS_BETTER, get_metric
+from ..metrics import HIGHER_IS_BETTER
 from ..tasks import Task
-from .runner import jsonable
 
 #: fixed so every model is tuned on the same train/validation partition
 VALIDATION_SEED = 1234
@@ -35,34 +32,42 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
 
 
-def tune(task: Task, model: str, grid: dict[str, list[Any]], *, seed: int = 0, val_fraction: float = 0.2,
-         base: dict[str, Any] | None = None, log: Any = None) -> list[dict[str, Any]]:
-    """Score every grid point on validation data carved from ``task.train``.
-
-    Returns records ``{"model", "config" (the grid point over ``base``), "value", "num_parameters",
-    "fit_seconds"}`` sorted best first (by the task metric's direction).
-    """
+def validation_split(task: Task, val_fraction: float = 0.2) -> tuple[Split, Split]:
+    """``(train, validation)``: ``task.train`` split at random with the fixed
+    ``VALIDATION_SEED``, so every model and every grid point sees the same partition."""
     if not isinstance(task, Task):
         raise ValueError(f"task: expected a Task, got {type(task).__name__}")
-    if not 0 < val_fraction < 1:
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction: must be in (0, 1), got {val_fraction!r}")
     gen = torch.Generator().manual_seed(VALIDATION_SEED)
     tr_idx, va_idx = carve_validation(len(task.train), val_fraction, gen)
     train, val = task.train.subset(tr_idx), task.train.subset(va_idx)
-    metric = get_metric(task.metric)
+    return train, val
+
+
+def tune(task: Task, model: str, grid: dict[str, list[Any]], *, seed: int = 0, val_fraction: float = 0.2,
+         base: dict[str, Any] | None = None, log: Any = None, store: Any = None) -> list[dict[str, Any]]:
+    """Score every grid point on validation data carved from ``task.train``.
+
+    Each point is one job of protocol ``tune`` run by the experiments runner (with ``store``, a
+    ``.jsonl`` path, finished points are reused). The point's config is the model's defaults,
+    then ``base``, then the point (the task's chosen configs are not used).
+
+    Returns records ``{"model", "config" (the grid point over ``base``), "value", "num_parameters",
+    "fit_seconds", "full_config"}`` sorted best first (by the task metric's direction).
+    """
+    from ..experiments import Bench, RecordStore, execute, jsonable, plan_bench, variant
+
+    train, _ = validation_split(task, val_fraction)  # checks task and val_fraction
+    points = [{**(base or {}), **p} for p in grid_points(grid)]
+    bench = Bench("tune", task=task.name, models=tuple(variant(f"point{i}", model, **p) for i, p in enumerate(points)),
+                  seeds=(seed,), protocol="tune", options={"val_fraction": val_fraction})
+    jobs = plan_bench(None, bench, "quick", task=task, chosen={})
+    entries = execute(jobs, RecordStore(store) if store is not None else None, log=log)
     out = []
-    for point in grid_points(grid):
-        config = {**(base or {}), **point}
-        m = _models.make(model, seed=seed, **config)
-        t0 = time.perf_counter()
-        m.fit(train)
-        fit_s = time.perf_counter() - t0
-        value = float(metric(m.predict(val.x, val.x_mask), val))
-        rec = {"model": model, "config": jsonable(config), "value": value,
-               "num_parameters": int(m.num_parameters), "fit_seconds": fit_s,
-               "full_config": jsonable(dataclasses.asdict(m.config))}
-        out.append(rec)
-        if log is not None:
-            log(f"tune {model} {point}: val {task.metric}={value:.4g} params={rec['num_parameters']} ({fit_s:.0f}s)")
+    for point, e in zip(points, entries):
+        out.append({"model": model, "config": jsonable(point), "value": float(e["rows"][0]["value"]),
+                    "num_parameters": e["stats"]["num_parameters"], "fit_seconds": e["stats"]["fit_seconds"],
+                    "full_config": e["config"]})
     out.sort(key=lambda r: -r["value"] if task.metric in HIGHER_IS_BETTER else r["value"])
     return out

@@ -1,4 +1,4 @@
-"""``"rsgn_parity"``: the author's notebook RSGN, reproduced as it is (rsgn-reference §2-3),
+"""``"rsgn_parity"``: the author's notebook RSGN, reproduced as it is (docs/rsgn.md §2-3),
 flaws included, so its numbers can be compared with the paper's. Everything here is dense.
 
 Per forward pass (``N`` nodes, ``d`` = 3, ``d_h`` = 128):
@@ -28,7 +28,8 @@ decay 1e-4 on every parameter), cosine schedule over the epochs stepped per epoc
 clipped at 1.0, 50 epochs, the final model kept (``restore="last"``); ``val_fraction = 0`` trains
 on the author's full 80 % and the task's ``tests["id"]`` is the author's validation set. The
 author's reported number (the best accuracy on that set over the epochs) is read from a learning
-curve recorded by an epoch callback (``benchmarks/rsgn_experiments.py``), never used to pick weights.
+curve recorded by an epoch callback (the ``fit`` protocol's ``curve`` option in
+``hebbnets.experiments``), never used to pick weights.
 """
 from __future__ import annotations
 

@@ -22,12 +22,12 @@ never trained). A combination listed in an OOD split must not occur in ``train_c
 
 Why these default pairs: ``sin`` and ``cos`` differ only in phase, so holding out e.g.
 ``sin+gauss`` while training ``cos+gauss`` tests nothing (a dense MLP degraded on such pairs no
-more than model-free linear interpolation of the gap did: OOD/ID 1.56 vs 1.57). The training
-pairs are therefore the bipartite set {sin, cos} x {poly, gauss}, and ``ood_pairs`` holds the two
-within-group pairs ``sin+cos`` (two oscillations, a beat) and ``poly+gauss`` (no oscillation):
-each family is trained in sums, never with these partners. With 0.5-4 cycles and a 30% gap the
-MLP's OOD/ID ratio on them is 2.5 against 1.8 for interpolation (``benchmarks/vn1_split_check.py``,
-seeds 0-2; ``reports/vn_benchmarks_i.md``).
+more than model-free linear interpolation of the gap did). The training pairs are therefore the
+bipartite set {sin, cos} x {poly, gauss}, and ``ood_pairs`` holds the two within-group pairs
+``sin+cos`` (two oscillations, a beat) and ``poly+gauss`` (no oscillation): each family is
+trained in sums, never with these partners. With 0.5-4 cycles and a 30% gap the MLP degrades
+clearly more than interpolation does. Both splits are measured by the ``vn_benchmarks`` spec
+(``reports/vn_benchmarks.md``, "Is functions1d ``ood_pairs`` compositional?").
 
 Modes: ``reconstruct`` (input = output = the signal, plus optional input ``noise``) and
 ``masked`` (a contiguous segment of ``mask_fraction * length`` entries is hidden: ``x`` is the
@@ -43,6 +43,7 @@ import torch
 
 from .._split import Split
 from .._validation import check_choice
+from . import _configs
 from ._task import Task, check_params, register_task
 
 FAMILIES = ("sin", "cos", "poly", "gauss")
@@ -63,41 +64,9 @@ _DEFAULTS = {
     "paper": dict(length=128, n_train=20000, n_test=2000, **_COMMON),
 }
 
-# Per mode: the configuration each model uses, chosen on validation data carved (20%) from the
-# seed-0 *masked*-mode training split with ``hebbnets.bench.tune`` (``benchmarks/vn_benchmarks_i.py
-# search --bench functions1d_masked``; full records in ``reports/vn_benchmarks_i.json``) and reused
-# for reconstruct mode; test splits were never used. Equal effort: 5 validation points per model.
-# VN: a successive search (base, then one move at a time from the best so far: lam 0.003, two
-# layers (128, 64) with hidden 32 and an inference budget of 3 sweeps x 100 FISTA iterations,
-# top-k 16, 150 atoms); baselines: lr in {1e-3, 3e-3, 1e-2} and lr in {1e-3, 3e-3} with weight
-# decay 1e-4. Sizes keep every parameter count within 2x of VN's (VN 19200; transformer 19329,
-# mamba 10513, mlp 16576 / 12480 in reconstruct mode). Round 3 (``vn_benchmarks_i.py extend
-# --bench functions1d_masked``, records in ``results/vn1/extend_functions1d_masked.json``): VN moves
-# from the round-2 choice: nonneg (worse), clip norm policy (equal, kept), FISTA budget 500 / tol
-# 1e-5 (worse), 15 Hebbian epochs (better: 0.1204), two layers at the full default inference
-# budget (0.330); round 2 capped the baselines at 20 epochs, so each baseline's lr grid was run
-# again at 200 epochs (patience 20): mamba 0.0321, mlp 0.1236, transformer 0.1319. The round-3
-# winners are below. The 3-seed tables in ``reports/vn_benchmarks_i.md`` name the configuration
-# of every run (the round-2 tables stay there until the round-3 runs replace them).
-_CHOSEN: dict[str, dict[str, Any]] = {
-    "vn": dict(atoms=(150,), output="message", epochs=15, batch_size=64, lam=0.01, norm_policy="clip_s"),
-    "transformer": dict(d_model=32, n_heads=4, n_layers=2, d_ff=64, epochs=200, patience=20, batch_size=64, lr=1e-3),
-    "mamba": dict(d_model=24, n_layers=2, d_state=8, expand_factor=1, epochs=200, patience=20, batch_size=64, lr=1e-2),
-    "mlp": dict(hidden=(64, 64), epochs=200, patience=20, batch_size=64, lr=3e-3),
-}
-MODEL_CONFIGS: dict[str, dict[str, dict[str, Any]]] = {"masked": _CHOSEN, "reconstruct": _CHOSEN}
-#: validation point -> validation mse_missing (seed-0 masked task, quick scale), behind MODEL_CONFIGS
-#: (VN points are successive moves; "base" is the first-round choice)
-TUNING: dict[str, dict[str, float]] = {
-    "vn": {"base": 0.143, "lam=0.003": 0.1506, "atoms=(128, 64),hidden=(32,),max_sweeps=3,max_iter=100": 0.3279,
-           "topk=16": 0.1458, "atoms_first=150": 0.1322},
-    "transformer": {"lr=1e-3": 0.2763, "lr=3e-3": 0.1868, "lr=1e-2": 0.2109, "lr=1e-3,wd=1e-4": 0.278,
-                    "lr=3e-3,wd=1e-4": 0.1899},
-    "mamba": {"lr=1e-3": 0.1887, "lr=3e-3": 0.1088, "lr=1e-2": 0.06643, "lr=1e-3,wd=1e-4": 0.1883,
-              "lr=3e-3,wd=1e-4": 0.116},
-    "mlp": {"lr=1e-3": 0.1783, "lr=3e-3": 0.1334, "lr=1e-2": 0.1527, "lr=1e-3,wd=1e-4": 0.1741,
-            "lr=3e-3,wd=1e-4": 0.1342},
-}
+# Per mode, the configuration of each model chosen on validation data carved from the training
+# split, with every validation point behind it: hebbnets/tasks/configs/functions1d-<mode>.json
+# (reconstruct mode reuses the masked-mode choice; `hebbnets reproduce vn_benchmarks --stage tune`).
 
 _TERM = re.compile(r"^([a-z]+)(?:\(([a-z]+)\))?$")
 
@@ -268,7 +237,7 @@ def make_functions1d(seed: int = 0, scale: str = "quick", **params: Any) -> Task
         tests=tests,
         metric="mse" if p["mode"] == "reconstruct" else "mse_missing",
         params=params_out,
-        model_configs={k: dict(v) for k, v in MODEL_CONFIGS.get(p["mode"], {}).items()},
+        model_configs=_configs.chosen(f"functions1d-{p['mode']}"),
         info={"t": t, "combos": {"train": combos["train_combos"], "id": combos["id_combos"],
                                  **{s: combos[s] for s in ("ood_pairs", "ood_triples", "ood_nested") if s in combos}},
               "combo_ids": {"train": ids, **test_ids}},

@@ -37,6 +37,7 @@ import torch.nn.functional as F
 
 from .._split import Split
 from .._validation import check_choice
+from . import _configs
 from ._task import Task, check_params, register_task
 
 SIDE = 28
@@ -49,26 +50,8 @@ _DEFAULTS = {
     "paper": dict(n_train=20000, n_test=1000, **_COMMON),
 }
 
-# Per-model settings chosen on validation data carved from the training split (ID only) by
-# ``benchmarks/vn_benchmarks_ii.py select --bench mnist_<mode>`` (2 x 2 grid per model; trials in
-# results/vn_benchmarks_ii_select_mnist_<mode>.json); keyed by mode.
-MODEL_CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
-    "reconstruct": {
-        "mlp": dict(hidden=(512, 512), lr=1e-3, epochs=40, patience=5, batch_size=64),
-        "ae": dict(latent=64, lr=1e-3, epochs=40, patience=5, batch_size=64),
-        "conv_ae": dict(latent=64, lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "vae": dict(latent=64, lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "vn": dict(atoms=(512,), lam=0.05, output="reconstruction", nonneg=True, epochs=5, batch_size=64),
-    },
-    "transform": {
-        "mlp": dict(hidden=(512, 512), lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "ae": dict(latent=64, lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "conv_ae": dict(latent=64, lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "vae": dict(latent=16, lr=3e-3, epochs=40, patience=5, batch_size=64),
-        "vn": dict(atoms=(512,), lam=0.05, epochs=5, batch_size=64),
-    },
-}
-
+# Per mode, the configuration of each model chosen on validation data carved from the training
+# split (ID only), with every validation point: hebbnets/tasks/configs/mnist_comp-<mode>.json.
 
 def _data_file() -> Path:
     try:
@@ -234,7 +217,7 @@ def make_mnist_comp(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         tests=tests,
         metric="mse",
         params={"seed": seed, "scale": scale, **p},
-        model_configs={k: dict(v) for k, v in MODEL_CONFIGS[p["mode"]].items()},
+        model_configs=_configs.chosen(f"mnist_comp-{p['mode']}"),
         info=info,
     )
 

@@ -50,6 +50,7 @@ import torch
 from .._split import Split
 from .._validation import check_choice
 from ._nbody_sim import LAWS, Forces, simulate
+from . import _configs
 from ._task import Task, check_params, register_task
 
 _COMMON = dict(window=3, n_min=3, n_max=5, n_fewer=2, dt=0.3, substeps=10, rollout_steps=5,
@@ -62,19 +63,8 @@ _DEFAULTS = {
 }
 FEATURES = ("x", "y", "vx", "vy", "mass", "charge")
 
-# Per-model settings chosen on validation data carved from the training split (single laws,
-# N in the training range) by ``benchmarks/vn_benchmarks_ii.py select --bench nbody`` and
-# ``extend`` (2 x 3 grid per model plus one step past an edge winner; trials in
-# results/vn_benchmarks_ii_select_nbody.json, listed in reports/vn_benchmarks_ii.md).
-MODEL_CONFIGS: dict[str, dict[str, Any]] = {
-    "mlp": dict(hidden=(128, 128), lr=3e-4, epochs=200, patience=20, batch_size=64),
-    "gnn": dict(hidden=64, lr=3e-3, epochs=200, patience=20, batch_size=64),
-    # a set of bodies: no position embedding, padded bodies are left out of attention
-    "transformer": dict(d_model=64, d_ff=128, positions="none", missing="padding", lr=1e-3, epochs=200,
-                        patience=20, batch_size=64),
-    "vn": dict(atoms=(1024,), lam=9e-4, epochs=5, batch_size=64),
-}
-
+# The configuration of each model chosen on validation data carved from the training split (single
+# laws, N in the training range), with every validation point: hebbnets/tasks/configs/nbody.json.
 
 def _law_sets(min_size: int, max_size: int) -> list[tuple[str, ...]]:
     return [c for k in range(min_size, max_size + 1) for c in itertools.combinations(LAWS, k)]
@@ -192,7 +182,7 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         tests=splits,
         metric="mse",
         params={"seed": seed, "scale": scale, **p},
-        model_configs={k: dict(v) for k, v in MODEL_CONFIGS.items()},
+        model_configs=_configs.chosen("nbody"),
         info={
             "features": FEATURES,
             "laws": LAWS,

@@ -1,7 +1,7 @@
 """Sequence-classification tasks of the RSGN paper, and two that test what it claims.
 
 * ``rsgn_hierarchical`` and ``rsgn_longrange``: the author's notebook generators, re-implemented
-  bit-exactly (NumPy legacy ``RandomState``, seed 42, the draw order of rsgn-reference
+  bit-exactly (NumPy legacy ``RandomState``, seed 42, the draw order of docs/rsgn.md
   §4.1-4.2), with the author's split (``RandomState(42).permutation``, 80/20). The author's data
   never depend on the run seed; neither do these (``seed`` is recorded only). ``split="author"``
   gives train = the author's 80 % and ``tests["id"]`` = the author's 20 % validation set (the
@@ -79,7 +79,7 @@ def author_split(n_samples: int, train_ratio: float = 0.8, seed: int = 42) -> tu
 
 
 # --- model configurations -------------------------------------------------------------------
-# The author's configurations (rsgn-reference §4.3) for the paper tasks. These were NOT tuned
+# The author's configurations (docs/rsgn.md §4.3) for the paper tasks. These were NOT tuned
 # on validation data (a reproduction must use the author's settings). Every model gets the
 # notebook's ``train_model`` protocol: AdamW (lr 1e-3, weight decay 1e-4), cosine schedule over
 # 50 epochs, gradient norm clipped at 1.0, the final model kept. ``transformer`` is the registered
@@ -100,8 +100,8 @@ def _paper_configs(n_steps: int, batch_size: int, n_layers: int = 2, pool_sigma:
         "rsgn_parity": dict(n_steps=n_steps, hebbian=True, **common),
         # the sparse model is ours, not the author's: the shared trainer's default protocol (Adam,
         # constant lr, best validation loss), the one its ablation runs use; pool_sigma was chosen on
-        # validation data carved from the honest split's training part (benchmarks/rsgn_experiments.py
-        # "tune:..."; reports/rsgn.md section 2), long-range was not searched
+        # validation data carved from the honest split's training part (the rsgn spec's pool_sigma
+        # benches; reports/rsgn.md section 2), long-range was not searched
         "rsgn": dict(n_steps=n_steps, pool_sigma=pool_sigma, epochs=50, batch_size=batch_size, val_fraction=0.0, patience=50),
         "lstm": dict(hidden=128, layers=2, bidirectional=True, **common),
         "mlp": dict(hidden=(128, 128), activation="relu", **common),

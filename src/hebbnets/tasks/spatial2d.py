@@ -24,6 +24,7 @@ import torch
 
 from .._split import Split
 from .._validation import check_choice
+from . import _configs
 from ._task import Task, check_params, register_task
 
 MODES = ("decode", "reconstruct")
@@ -35,63 +36,8 @@ _DEFAULTS = {
     "paper": dict(grid=28, **_COMMON),
 }
 
-# Per mode: the configuration each model uses, chosen on validation data carved (20%) from the
-# seed-0 training split with ``hebbnets.bench.tune`` (``benchmarks/vn_benchmarks_i.py search --bench
-# spatial2d_<mode>``; the full records are in ``reports/vn_benchmarks_i.json``); test splits were
-# never used. Equal effort: 6 validation points per model. VN: a successive search (base, then one
-# move at a time from the best so far: nonneg, top-k, 2 layers, atom count or lam, norm policy);
-# baselines: lr in {1e-3, 3e-3, 1e-2} x weight decay in {0, 1e-4}. Sizes keep every parameter
-# count within 2x of VN's. Round 3 (``vn_benchmarks_i.py extend --bench spatial2d_<mode>``): round 2
-# capped the baselines at 100 epochs and their best validation epoch was 94-99, so every baseline's
-# lr grid was run again at 400 epochs (patience 25) and VN got a larger FISTA budget (500
-# iterations, tol 1e-5: no change); the round-3 winners are below.
-MODEL_CONFIGS: dict[str, dict[str, dict[str, Any]]] = {
-    "decode": {
-        "vn": dict(atoms=(96, 64), hidden=(64,), epochs=30, batch_size=32, lam=0.05, nonneg=True),
-        "cnn": dict(channels=16, latent=64, epochs=400, patience=25, batch_size=32, lr=0.01, weight_decay=0.0),
-        "vae": dict(hidden=256, latent=8, channels=32, beta=0.001, epochs=400, patience=25, batch_size=32, lr=0.003,
-                    weight_decay=0.0),
-        "factorized": dict(hidden=512, epochs=400, patience=25, batch_size=32, lr=0.001, weight_decay=0.0),
-        "mlp": dict(hidden=(64,), epochs=400, patience=25, batch_size=32, lr=0.01, weight_decay=0.0),
-    },
-    "reconstruct": {
-        "vn": dict(atoms=(64,), output="reconstruction", epochs=30, batch_size=32, lam=0.003, nonneg=True, topk=4),
-        "cnn": dict(channels=16, latent=64, epochs=400, patience=25, batch_size=32, lr=0.001, weight_decay=0.0),
-        "vae": dict(hidden=128, latent=8, channels=32, beta=0.01, epochs=400, patience=25, batch_size=32, lr=0.001,
-                    weight_decay=0.0),
-        "factorized": dict(hidden=512, epochs=400, patience=25, batch_size=32, lr=0.001, weight_decay=0.0),
-        "mlp": dict(hidden=(64,), epochs=400, patience=25, batch_size=32, lr=0.003, weight_decay=0.0),
-    },
-}
-#: validation point -> validation MSE (seed-0 task, quick scale), the record behind MODEL_CONFIGS
-#: (VN points are successive moves; "base" is the first-round choice)
-TUNING: dict[str, dict[str, dict[str, float]]] = {
-    "decode": {
-        "vn": {"base": 0.004595, "nonneg=True": 0.004276, "topk=2": 0.004388, "atoms=(64, 64),hidden=(64,)": 0.003706,
-               "atoms_first=96": 0.003685, "norm_policy=clip_s": 0.003708},
-        "cnn": {"lr=1e-3": 0.0006334, "lr=3e-3": 0.0003124, "lr=1e-2": 0.000228, "lr=1e-3,wd=1e-4": 0.003792,
-                "lr=3e-3,wd=1e-4": 0.00378, "lr=1e-2,wd=1e-4": 0.003778},
-        "vae": {"lr=1e-3": 0.003559, "lr=3e-3": 0.0002777, "lr=1e-2": 0.000287, "lr=1e-3,wd=1e-4": 0.003784,
-                "lr=3e-3,wd=1e-4": 0.00378, "lr=1e-2,wd=1e-4": 0.003778},
-        "factorized": {"lr=1e-3": 5.007e-13, "lr=3e-3": 9.13e-13, "lr=1e-2": 3.906e-06, "lr=1e-3,wd=1e-4": 0.003173,
-                       "lr=3e-3,wd=1e-4": 0.003408, "lr=1e-2,wd=1e-4": 0.003707},
-        "mlp": {"lr=1e-3": 0.003356, "lr=3e-3": 0.003389, "lr=1e-2": 0.002216, "lr=1e-3,wd=1e-4": 0.003789,
-                "lr=3e-3,wd=1e-4": 0.003788, "lr=1e-2,wd=1e-4": 0.003807},
-    },
-    "reconstruct": {
-        "vn": {"base": 0.001963, "nonneg=True": 0.001957, "topk=4": 0.001926, "atoms=(64, 32),hidden=(64,)": 0.001927,
-               "lam=0.003": 0.001925, "norm_policy=clip_s": 0.001925},
-        "cnn": {"lr=1e-3": 0.0003936, "lr=3e-3": 0.0001986, "lr=1e-2": 0.00023, "lr=1e-3,wd=1e-4": 0.003793,
-                "lr=3e-3,wd=1e-4": 0.003779, "lr=1e-2,wd=1e-4": 0.003778},
-        "vae": {"lr=1e-3": 0.002251, "lr=3e-3": 0.0004134, "lr=1e-2": 0.0004151, "lr=1e-3,wd=1e-4": 0.003782,
-                "lr=3e-3,wd=1e-4": 0.003781, "lr=1e-2,wd=1e-4": 0.00378},
-        "factorized": {"lr=1e-3": 6.692e-07, "lr=3e-3": 1.297e-06, "lr=1e-2": 3.744e-06, "lr=1e-3,wd=1e-4": 0.0001767,
-                       "lr=3e-3,wd=1e-4": 0.0002399, "lr=1e-2,wd=1e-4": 0.00026},
-        "mlp": {"lr=1e-3": 0.001897, "lr=3e-3": 0.001882, "lr=1e-2": 0.002025, "lr=1e-3,wd=1e-4": 0.003795,
-                "lr=3e-3,wd=1e-4": 0.00378, "lr=1e-2,wd=1e-4": 0.003789},
-    },
-}
-
+# Per mode, the configuration of each model chosen on validation data carved from the training
+# split, with every validation point behind it: hebbnets/tasks/configs/spatial2d-<mode>.json.
 
 def render(centres: torch.Tensor, grid: int, sigma: float) -> torch.Tensor:
     """Images of Gaussian bumps: centres (N, 2) (x, y) -> (N, grid, grid)."""
@@ -173,7 +119,7 @@ def make_spatial2d(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         tests=tests,
         metric="mse",
         params={"seed": seed, "scale": scale, **p, "held_out": [lo, hi]},
-        model_configs={k: dict(v) for k, v in MODEL_CONFIGS.get(p["mode"], {}).items()},
+        model_configs=_configs.chosen(f"spatial2d-{p['mode']}"),
         info={"centres": {"train": rep(train_c), "id": rep(id_c), "ood": rep(ood_c)}},
     )
 

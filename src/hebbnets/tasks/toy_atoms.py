@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .._split import Split
+from . import _configs
 from ._task import Task, check_params, register_task
 
 _DEFAULTS = {
@@ -27,14 +28,9 @@ _DEFAULTS = {
                   coef_low=0.5, coef_high=1.5, noise=0.01),
 }
 
-# Chosen on a validation split carved from the training pairs by benchmarks/tune_toy_atoms.py
-# (two rounds of 6 grid points per model; the closing note of the foundation issue lists them).
-MODEL_CONFIGS: dict[str, dict[str, Any]] = {
-    "vn": dict(atoms=(48,), lam=0.03, beta=1.0, nonneg=True, epochs=30, batch_size=128,
-               rho_s=8.0, rho_u=8.0, tol=1e-3),
-    "mlp": dict(hidden=(512, 512, 512), lr=1e-3, epochs=200, batch_size=64, patience=20),
-}
-
+# The configuration of each model, chosen on validation data carved from the training split, and
+# every validation point behind it: hebbnets/tasks/configs/toy_atoms.json (`hebbnets reproduce toy
+# --stage tune` writes it).
 
 def _unit_columns(d: int, k: int, gen: torch.Generator) -> torch.Tensor:
     a = torch.randn(d, k, generator=gen)
@@ -86,7 +82,7 @@ def make_toy_atoms(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         tests={"id": Split(xi, yi), "ood": Split(xo, yo)},
         metric="mse",
         params={"seed": seed, "scale": scale, **p},
-        model_configs={k_: dict(v) for k_, v in MODEL_CONFIGS.items()},
+        model_configs=_configs.chosen("toy_atoms"),
         info={"S": s, "U": u, "train_pairs": train_pairs, "ood_pairs": ood_pairs,
               "sample_pairs": {"train": pick_train, "id": pick_id, "ood": pick_ood}},
     )

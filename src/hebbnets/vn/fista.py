@@ -5,7 +5,7 @@ Every VN layer solves, per sample, the LASSO
     min_g  f(g) + lam ||g||_1,     f(g) = 1/2 g^T G g - b^T g   (+ a constant)
 
 with ``G`` the (precision-weighted) Gram matrix of the layer's atoms and ``b`` the
-correlations of the atoms with the clamped neighbours (``vn-reference.md`` section 2).
+correlations of the atoms with the clamped neighbours (``docs/vn.md`` section 2).
 ``fista`` runs monotone FISTA (Beck and Teboulle 2009, "MFISTA") for a whole batch with the
 Hessian given as an operator applied once per iteration (``H y`` for the momentum point is a
 linear combination of products already computed); ``fista_gram`` is it with a Gram matrix, one

@@ -2,7 +2,7 @@
 
 Read top to bottom: ``VNConfig`` -> ``AtomLayer`` -> ``Inference`` -> ``VectorNetwork``
 (``infer``, ``energy``, ``atomic_hebb``, ``fit``, ``predict``). The formulation is
-``docs/vn-reference.md`` sections 1-3; the choices it leaves open are made here and marked
+``docs/vn.md`` sections 1-3; the choices it leaves open are made here and marked
 **(choice)**.
 
 Free energy (one sample; layers ``l = 1..L``, ``x_1`` the clamped input)::

@@ -1,0 +1,254 @@
+"""Figure kinds for ``Figure`` sections, drawn from records only (matplotlib, Agg backend).
+
+* ``id_vs_ood``: per bench and OOD split, every model's mean ID error against its mean OOD
+  error, with sample-std error bars over seeds, on log-log axes with the diagonal.
+* ``error_maps``: spatial2d per-centre error (``stats["error_map"]``, averaged over seeds), one
+  panel per bench and model, the OOD square outlined.
+* ``atoms``: a VN's most used first-layer atoms as images (``stats["atoms"]``, first seed).
+* ``activity``: RSGN-style activity per model: fraction of nodes active and edges per sample.
+* ``scaling``: time per sample against size on log-log axes, with least-squares slopes.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..bench.speed import loglog_slope
+from ..bench.summary import to_error
+from ._protocols import decode_images
+from ._report import ReportContext, register_figure
+
+
+def _plt():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+@register_figure("id_vs_ood")
+def id_vs_ood(ctx: ReportContext, benches: tuple[str, ...], metric: str | None = None) -> Any:
+    panels = []
+    for b in benches:
+        metrics = [metric] if metric else ctx.metrics(b)[:1]
+        for m in metrics:
+            cells = ctx.cells(b, m)
+            splits = [s for s in dict.fromkeys(c.split for c in cells) if s != "id"]
+            panels += [(b, m, s) for s in splits]
+    if not panels:
+        return None
+    plt = _plt()
+    cols = min(4, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4.5, 3.4 * cols), 4.0 * rows + 1.0), squeeze=False)
+    labels_all = list(dict.fromkeys(c.label for b, m, _ in panels for c in ctx.cells(b, m)))
+    style = _styles(labels_all, plt)
+    for ax, (b, m, s) in zip(axes.flat, panels):
+        lo, hi = math.inf, 0.0
+        for c_id in ctx.cells(b, m):
+            if c_id.split != "id":
+                continue
+            c_ood = ctx.cell(b, c_id.label, s, m)
+            if c_ood is None:
+                continue
+            x, y = to_error(c_id.mean, m), to_error(c_ood.mean, m)
+            xe = 0.0 if math.isnan(c_id.std) else c_id.std
+            ye = 0.0 if math.isnan(c_ood.std) else c_ood.std
+            color, marker = style[c_id.label]
+            ax.errorbar([x], [y], xerr=[[min(xe, 0.99 * x)], [xe]], yerr=[[min(ye, 0.99 * y)], [ye]], fmt=marker,
+                        color=color, label=c_id.label, capsize=2, ms=8 if marker == "*" else 5)
+            lo, hi = min(lo, x, y), max(hi, x, y)
+        if hi > 0:
+            lo = max(lo, hi * 1e-12)
+            ax.plot([lo / 2, hi * 2], [lo / 2, hi * 2], color="0.7", lw=0.8, ls="--", zorder=0)
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            _plain_log_ticks(ax)
+        ax.set_box_aspect(1)
+        ax.set_xlabel(f"id error ({m})", fontsize=8)
+        ax.set_ylabel(f"{s} error", fontsize=8)
+        ax.set_title(f"{b}: {s}", fontsize=9)
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    handles = [plt.Line2D([], [], marker=style[lab][1], ls="", color=style[lab][0], label=lab) for lab in labels_all]
+    fig.legend(handles=handles, loc="lower center", ncol=min(8, len(handles)), fontsize=8, frameon=False)
+    fig.suptitle("ID vs OOD test error per model\n(mean ± sample std over seeds; dashed: equal error)", fontsize=9)
+    fig.tight_layout(rect=(0, 0.45 / (4.0 * rows + 1.0), 1, 1 - 0.5 / (4.0 * rows + 1.0)))
+    return fig
+
+
+def _styles(labels: list[str], plt: Any) -> dict[str, tuple[Any, str]]:
+    """A distinct (colour, marker) per label; ``vn`` is always a black star."""
+    markers = "osD^vPXh"
+    out, i = {}, 0
+    for lab in labels:
+        if lab == "vn":
+            out[lab] = ("black", "*")
+            continue
+        out[lab] = (plt.cm.tab10(i % 10), markers[(i // 10 + i) % len(markers)])
+        i += 1
+    return out
+
+
+def _plain_log_ticks(ax: Any) -> None:
+    """Log axes of a small panel: minor labels only when the axis spans under a decade (they
+    overlap otherwise), in plain short form."""
+    from matplotlib.ticker import LogFormatterSciNotation, NullFormatter
+
+    for axis, (lo, hi) in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+        narrow = lo > 0 and hi / lo < 10
+        axis.set_minor_formatter(LogFormatterSciNotation(labelOnlyBase=False, minor_thresholds=(1, 0.4))
+                                 if narrow else NullFormatter())
+        axis.set_tick_params(which="both", labelsize=7)
+
+
+def _mean_map(ctx: ReportContext, bench: str, label: str) -> tuple[np.ndarray, np.ndarray] | None:
+    maps, split = [], None
+    for e in ctx.fits(bench, label):
+        em = e["stats"].get("error_map")
+        if em:
+            maps.append(np.asarray(em["error"], dtype=float))
+            split = np.asarray(em["split"])
+    if not maps:
+        s = ctx.summary_entry(bench, label)
+        em = s.get("stats", {}).get("error_map") if s else None
+        if not em:
+            return None
+        return np.asarray(em["error"], dtype=float), np.asarray(em["split"])
+    return np.mean(maps, axis=0), split
+
+
+@register_figure("error_maps")
+def error_maps(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
+    rows = []
+    for b in benches:
+        labs = [lab for lab in ctx.labels(b) if _mean_map(ctx, b, lab) is not None]
+        if labs:
+            rows.append((b, labs))
+    if not rows:
+        return None
+    plt = _plt()
+    cols = max(len(labs) for _, labs in rows)
+    fig, axes = plt.subplots(len(rows), cols, figsize=(max(6.0, 2.5 * cols), 2.7 * len(rows) + 0.6), squeeze=False)
+    im = None
+    for i, (b, labs) in enumerate(rows):
+        for j in range(cols):
+            ax = axes[i][j]
+            if not _image_axis(ax, j < len(labs)):
+                continue
+            err, split = _mean_map(ctx, b, labs[j])
+            im = ax.imshow(np.log10(np.clip(err, 1e-8, None)).T, origin="lower", vmin=-8, vmax=-1.5, cmap="viridis")
+            inside = np.argwhere(split == 2)
+            if len(inside):
+                (x0, y0), (x1, y1) = inside.min(0), inside.max(0)
+                ax.add_patch(plt.Rectangle((x0 - 0.5, y0 - 0.5), x1 - x0 + 1, y1 - y0 + 1, fill=False, edgecolor="red", lw=1))
+            ax.set_title(labs[j], fontsize=9)
+            if j == 0:
+                ax.set_ylabel(b, fontsize=9)
+    fig.colorbar(im, ax=axes, shrink=0.8, label="log10 MSE at the centre\n(mean over seeds)")
+    fig.suptitle("spatial2d: per-centre error on every split; red square = OOD centres", fontsize=10)
+    return fig
+
+
+def _image_axis(ax: Any, used: bool) -> bool:
+    """An axis for an image: no ticks; switched off (and False returned) when unused."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if not used:
+        ax.axis("off")
+    return used
+
+
+@register_figure("atoms")
+def atoms(ctx: ReportContext, benches: tuple[str, ...], label: str = "vn") -> Any:
+    rows = []
+    for b in benches:
+        fits = [e for e in ctx.fits(b, label) if e["stats"].get("atoms")] if label in ctx.labels(b) else []
+        if fits:
+            rows.append((b, fits[0]))
+    if not rows:
+        return None
+    plt = _plt()
+    n = max(len(decode_images(e["stats"]["atoms"])) for _, e in rows)
+    fig, axes = plt.subplots(len(rows), n, figsize=(max(6.0, 1.1 * n), 1.35 * len(rows) + 0.8), squeeze=False)
+    for i, (b, e) in enumerate(rows):
+        blob = e["stats"]["atoms"]
+        imgs = decode_images(blob).numpy()
+        for j in range(n):
+            ax = axes[i][j]
+            if not _image_axis(ax, j < len(imgs)):
+                continue
+            lim = np.abs(imgs[j]).max() or 1.0
+            ax.imshow(imgs[j], cmap="RdBu_r", vmin=-lim, vmax=lim)
+            ax.set_title(f"{blob['usage'][j]:.2f}", fontsize=6)
+        axes[i][0].set_ylabel(f"{b}\n({blob['side']}, seed {e['seed']})", fontsize=7)
+    fig.suptitle(f"{label}: most used first-layer atoms\n(above each: fraction of id test samples using it)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("activity")
+def activity(ctx: ReportContext, benches: tuple[str, ...], split: str = "id") -> Any:
+    bars = []  # (bench/label, active fraction mean, std, edges mean, std)
+    for b in benches:
+        for lab in ctx.labels(b):
+            act = [r["active_fraction"] for e in ctx.fits(b, lab) for r in e["rows"]
+                   if r["split"] == split and r.get("active_fraction") is not None]
+            edges = [r["edges_per_sample"] for e in ctx.fits(b, lab) for r in e["rows"]
+                     if r["split"] == split and r.get("edges_per_sample") is not None]
+            if act:
+                bars.append((f"{b}: {lab}", np.mean(act), np.std(act, ddof=1) if len(act) > 1 else 0.0,
+                             np.mean(edges), np.std(edges, ddof=1) if len(edges) > 1 else 0.0))
+    if not bars:
+        return None
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 0.32 * len(bars) + 1.4), sharey=True)
+    y = np.arange(len(bars))
+    a1.barh(y, [b[1] for b in bars], xerr=[b[2] for b in bars], color="tab:blue", capsize=2)
+    a2.barh(y, [b[3] for b in bars], xerr=[b[4] for b in bars], color="tab:orange", capsize=2)
+    a1.set_yticks(y)
+    a1.set_yticklabels([b[0] for b in bars], fontsize=7)
+    a1.invert_yaxis()
+    a1.set_xlabel("fraction of nodes active after the last step", fontsize=8)
+    a2.set_xlabel("edges touched per sample", fontsize=8)
+    a2.set_xscale("log")
+    for ax in (a1, a2):
+        ax.tick_params(labelsize=7)
+    fig.suptitle(f"Measured activity on the {split} test split (mean ± sample std over seeds)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("scaling")
+def scaling(ctx: ReportContext, panels: tuple[dict[str, Any], ...]) -> Any:
+    """``panels``: ``{"measure": name, "x": field, "series": {label: field}, "title": str,
+    "xlabel": str}``; each series is drawn with its fitted log-log slope."""
+    drawn = [(p, ctx.measure(p["measure"])) for p in panels]
+    drawn = [(p, e) for p, e in drawn if e is not None]
+    if not drawn:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(drawn), figsize=(4.6 * len(drawn), 3.6), squeeze=False)
+    for ax, (p, e) in zip(axes[0], drawn):
+        rows = [r for r in e["rows"] if r.get("table", p.get("table")) == p.get("table")]
+        for name, fieldname in p["series"].items():
+            pts = [(r[p["x"]], r.get(fieldname)) for r in rows if r.get(fieldname) is not None]
+            if not pts:
+                continue
+            xs, ys = [a for a, _ in pts], [1e3 * b for _, b in pts]
+            ax.plot(xs, ys, "o-", label=f"{name} (slope {loglog_slope(xs, ys):.2f})")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        _plain_log_ticks(ax)
+        ax.set_xlabel(p.get("xlabel", p["x"]), fontsize=8)
+        ax.set_ylabel("ms per sample", fontsize=8)
+        ax.set_title(p.get("title", p["measure"]), fontsize=9)
+        ax.legend(fontsize=7)
+        ax.tick_params(labelsize=7)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,309 @@
+"""Protocols (what one job does with a model and a task) and per-fit statistics.
+
+A protocol is a function ``fn(ctx: FitContext) -> list[dict]`` registered by name; it trains
+``ctx.model`` (a fresh, unfitted model built with the job's config and seed) on ``ctx.task``
+and returns *rows*, one per score: ``{"split": name, "metric": name, "value": float, ...}``
+(extra keys are kept). Per-fit numbers that are not scores (parameter count, fit time,
+activity, a learning curve) go into ``ctx.stats``. The runner adds everything that identifies
+the fit (task, parameters, model, config, seed, protocol, options, commit) around them, so a
+protocol never writes records itself::
+
+    @register_protocol("continual")
+    def continual(ctx):
+        first, second = ctx.task.stages.values()
+        ctx.fit(first)                          # timed; recorded as stats["fit_seconds"]
+        rows = ctx.score_tests(prefix="stage1_")
+        ctx.model.partial_fit(second)
+        return rows + ctx.score_tests(prefix="stage2_")
+
+Built-ins: ``fit`` (train on ``task.train``, score every test split with the task metric and
+every ``task.extra_metrics``; options ``curve`` (score the test splits after every epoch) and
+``statistics`` (names of extra statistics, see ``register_statistic``)) and ``tune`` (fit on
+the training split minus a validation part carved from it, score that part only).
+"""
+from __future__ import annotations
+
+import base64
+import math
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import torch
+
+from .._registry import Registry
+from ..metrics import get_metric
+from ._store import jsonable
+
+ProtocolFn = Callable[["FitContext"], list[dict[str, Any]]]
+StatisticFn = Callable[["FitContext"], "dict[str, Any] | None"]
+
+PROTOCOLS: Registry[ProtocolFn] = Registry("protocol")
+STATISTICS: Registry[StatisticFn] = Registry("statistic")
+#: statistics every ``fit`` records when they apply (each returns None when it does not)
+DEFAULT_STATISTICS = ("history", "slow_rules")
+
+
+def register_protocol(name: str) -> Callable[[ProtocolFn], ProtocolFn]:
+    """Decorator: make ``fn(ctx) -> rows`` the protocol ``name`` (see the module docstring).
+    ``fn.check(model, task, options)``, if the function has it, runs when the plan is checked
+    (before anything trains) and raises ``ValueError`` for a model or options it cannot take."""
+    return PROTOCOLS.register(name)
+
+
+def protocol_names() -> list[str]:
+    return PROTOCOLS.names()
+
+
+def get_protocol(name: str) -> ProtocolFn:
+    return PROTOCOLS.get(name, "protocol")
+
+
+def register_statistic(name: str) -> Callable[[StatisticFn], StatisticFn]:
+    """Decorator: ``fn(ctx) -> dict | None`` measured after a ``fit`` (on the fitted model);
+    its dict is stored under ``stats[name]``; ``None`` means "does not apply to this model"."""
+    return STATISTICS.register(name)
+
+
+def statistic_names() -> list[str]:
+    return STATISTICS.names()
+
+
+@dataclass
+class FitContext:
+    """Everything a protocol works with.
+
+    Attributes:
+        task: the generated ``Task``; model: a fresh model (config and seed of the job);
+        seed: the model seed; options: the bench's protocol options;
+        stats: per-fit statistics, filled by the protocol (``fit`` and ``score_tests`` add
+            ``num_parameters``, ``fit_seconds``, ``predict_seconds``);
+        hooks: ``FitHook`` observers (the runner's progress display, a user's own).
+    """
+
+    task: Any
+    model: Any
+    seed: int
+    options: dict[str, Any] = field(default_factory=dict)
+    stats: dict[str, Any] = field(default_factory=dict)
+    hooks: list[Any] = field(default_factory=list)
+
+    def fit(self, split: Any = None, callbacks: list[Any] | None = None) -> float:
+        """Train ``model`` on ``split`` (default ``task.train``), with training ``callbacks``
+        for models trained by ``hebbnets.training`` (an error for others); returns seconds and
+        adds them to ``stats["fit_seconds"]``."""
+        split = self.task.train if split is None else split
+        if callbacks:
+            if not hasattr(self.model, "training_callbacks"):
+                raise ValueError(f"callbacks: model {self.model.name!r} is not trained by hebbnets.training "
+                                 "(no epochs to call back on)")
+            self.model.callbacks = list(callbacks)
+        for h in self.hooks:
+            h.on_fit_start(self)
+        t0 = time.perf_counter()
+        self.model.fit(split)
+        seconds = time.perf_counter() - t0
+        self.stats["fit_seconds"] = self.stats.get("fit_seconds", 0.0) + seconds
+        self.stats["num_parameters"] = int(self.model.num_parameters)
+        for h in self.hooks:
+            h.on_fit_end(self)
+        return seconds
+
+    def score_tests(self, prefix: str = "") -> list[dict[str, Any]]:
+        """Rows for every test split: the task metric (with the model's measured activity, if it
+        reports one) and each ``task.extra_metrics`` entry; ``prefix`` is put before every
+        metric name (for protocols that score one model several times)."""
+        rows = []
+        metric = get_metric(self.task.metric)
+        for split_name, split in self.task.tests.items():
+            t0 = time.perf_counter()
+            y_hat = self.model.predict(split.x, split.x_mask)
+            seconds = time.perf_counter() - t0
+            self.stats["predict_seconds"] = self.stats.get("predict_seconds", 0.0) + seconds
+            rows.append({"split": split_name, "metric": prefix + self.task.metric, "value": float(metric(y_hat, split)),
+                         **activity(self.model)})
+            for name, fn in self.task.extra_metrics.items():
+                rows.append({"split": split_name, "metric": prefix + name, "value": float(fn(self.model, self.task, split_name))})
+        return rows
+
+    def record_statistics(self, names: tuple[str, ...] | list[str]) -> None:
+        """Measure the named statistics on the fitted model into ``stats``."""
+        for name in names:
+            value = STATISTICS.get(name, "statistics")(self)
+            if value is not None:
+                self.stats[name] = jsonable(value)
+
+
+class FitHook:
+    """Observer of every job the runner executes (all methods optional)."""
+
+    def on_fit_start(self, ctx: FitContext) -> None:
+        """Before ``ctx.model`` is trained (after it is built from the job's config)."""
+
+    def on_fit_end(self, ctx: FitContext) -> None:
+        """After training, before scoring."""
+
+
+def activity(model: Any) -> dict[str, float]:
+    """Sparsity measured by models that report it (RSGN's ``last_stats``, set by the predict call
+    just made; for splits over 1024 samples, its last 1024-sample chunk)."""
+    stats = getattr(model, "last_stats", None)
+    if not stats or "active_fraction" not in stats:
+        return {}
+    out = {"active_fraction": float(stats["active_fraction"][-1]), "edges_per_sample": float(stats["edges_per_sample"])}
+    for key in ("activity", "activity_post_cap"):  # sparse RSGN: mean over steps, before / after its cap
+        if key in stats:
+            out[key] = float(stats[key])
+    return out
+
+
+# -- built-in protocols -------------------------------------------------------------------------
+@register_protocol("fit")
+def fit_protocol(ctx: FitContext) -> list[dict[str, Any]]:
+    """Train on ``task.train``; score every test split (task metric and extra metrics).
+
+    Options: ``curve`` (bool): also score every test split after every epoch (an observer
+    that never feeds back into training) and record ``best_epoch_<metric>`` rows (the best
+    test score over the epochs: a number selected on the test set, reported as such) and the
+    curves in ``stats["curve"]``; ``statistics`` (list of names): extra statistics to record.
+    """
+    unknown = sorted(set(ctx.options) - {"curve", "statistics"})
+    if unknown:
+        raise ValueError(f"options: unknown option(s) {unknown} for protocol 'fit'; known: ['curve', 'statistics']")
+    callbacks = []
+    curve: dict[str, list[float]] = {}
+    if ctx.options.get("curve"):
+        from ..training import EpochEnd
+
+        def score_epoch(model: Any, epoch: int, history: Any) -> None:
+            for name, split in ctx.task.tests.items():
+                curve.setdefault(name, []).append(float(model.score(split, ctx.task.metric)))
+
+        callbacks.append(EpochEnd(score_epoch))
+    ctx.fit(callbacks=callbacks)
+    rows = ctx.score_tests()
+    if curve:
+        ctx.stats["curve"] = curve
+        best = max if ctx.task.metric in _higher_is_better() else min
+        rows += [{"split": s, "metric": f"best_epoch_{ctx.task.metric}", "value": best(v)} for s, v in curve.items()]
+    ctx.record_statistics(tuple(DEFAULT_STATISTICS) + tuple(ctx.options.get("statistics", ())))
+    return rows
+
+
+def _higher_is_better() -> set[str]:
+    from ..metrics import HIGHER_IS_BETTER
+
+    return HIGHER_IS_BETTER
+
+
+@register_protocol("tune")
+def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
+    """One validation point: fit on ``task.train`` minus a part carved from it with the fixed
+    ``hebbnets.bench.tune.VALIDATION_SEED`` (option ``val_fraction``, default 0.2), score that
+    part with the task metric. Test splits are never touched."""
+    from ..bench.tune import validation_split
+
+    unknown = sorted(set(ctx.options) - {"val_fraction"})
+    if unknown:
+        raise ValueError(f"options: unknown option(s) {unknown} for protocol 'tune'; known: ['val_fraction']")
+    train, val = validation_split(ctx.task, ctx.options.get("val_fraction", 0.2))
+    ctx.fit(train)
+    value = float(get_metric(ctx.task.metric)(ctx.model.predict(val.x, val.x_mask), val))
+    return [{"split": "validation", "metric": ctx.task.metric, "value": value}]
+
+
+# -- built-in statistics ------------------------------------------------------------------------
+@register_statistic("history")
+def _history(ctx: FitContext) -> dict[str, Any] | None:
+    """Epochs run and the best validation epoch of models trained by ``hebbnets.training``."""
+    hist = getattr(ctx.model, "train_history", None)
+    if not hist or not hist.get("train"):
+        return None
+    out: dict[str, Any] = {"epochs_run": len(hist["train"])}
+    if hist.get("val"):
+        out["best_val_epoch"] = min(range(len(hist["val"])), key=lambda i: hist["val"][i])
+    return out
+
+
+@register_statistic("slow_rules")
+def _slow_rules(ctx: FitContext) -> dict[str, Any] | None:
+    """What RSGN-style slow local rules did over the fit (``model.stats``): mean Hebbian and
+    gradient update norms, mean reward, edges pruned and sprouted (totals)."""
+    stats = getattr(ctx.model, "stats", None)
+    if not isinstance(stats, dict) or "hebbian_update" not in stats:
+        return None
+
+    def mean(key: str) -> float | None:
+        vals = [float(v) for v in stats.get(key, [])]
+        return sum(vals) / len(vals) if vals else None
+
+    out = {"hebbian_update_mean": mean("hebbian_update"), "gradient_update_mean": mean("gradient_update"),
+           "reward_mean": mean("reward"), "reward_positive_fraction": None,
+           "pruned_total": int(sum(stats.get("pruned", []))), "sprouted_total": int(sum(stats.get("sprouted", []))),
+           "train_active_fraction": mean("active_fraction")}
+    if stats.get("reward"):
+        out["reward_positive_fraction"] = sum(float(r) > 0 for r in stats["reward"]) / len(stats["reward"])
+    return out
+
+
+@register_statistic("error_map")
+def _error_map(ctx: FitContext) -> dict[str, Any] | None:
+    """spatial2d: the fitted model's mean squared error at every centre, and each centre's split
+    (``hebbnets.tasks.spatial2d.error_map``), as (grid, grid) lists."""
+    if ctx.task.name != "spatial2d":
+        return None
+    from ..tasks.spatial2d import error_map
+
+    em = error_map(ctx.model, ctx.task)
+    return {"error": [[float(f"{v:.4g}") for v in row] for row in em["error"].tolist()], "split": em["split"].tolist()}
+
+
+def encode_images(images: torch.Tensor) -> dict[str, Any]:
+    """``(K, H, W)`` floats -> compact JSON: each image min-max scaled to 8 bits, base64.
+    ``decode_images`` inverts it (to 8-bit precision)."""
+    images = images.detach().float()
+    lo = images.flatten(1).min(1).values
+    hi = images.flatten(1).max(1).values
+    span = (hi - lo).clamp_min(1e-12)
+    q = ((images - lo[:, None, None]) / span[:, None, None] * 255).round().clamp(0, 255).to(torch.uint8)
+    return {"shape": list(images.shape), "lo": [float(f"{v:.4g}") for v in lo.tolist()],
+            "hi": [float(f"{v:.4g}") for v in hi.tolist()], "data": base64.b64encode(q.numpy().tobytes()).decode()}
+
+
+def decode_images(blob: dict[str, Any]) -> torch.Tensor:
+    import numpy as np
+
+    q = np.frombuffer(base64.b64decode(blob["data"]), dtype=np.uint8).reshape(blob["shape"])
+    lo = torch.tensor(blob["lo"])[:, None, None]
+    hi = torch.tensor(blob["hi"])[:, None, None]
+    return lo + torch.from_numpy(q.astype("float32")) / 255 * (hi - lo)
+
+
+@register_statistic("atoms")
+def _atoms(ctx: FitContext) -> dict[str, Any] | None:
+    """Vector Networks on image tasks: the first layer's most used atoms as images (``S``
+    columns, the input side, when the input is an image; else ``U`` columns when the target
+    is), ordered by how often each atom is active on the ``id`` test split; at most 16."""
+    layers = getattr(ctx.model, "layers", None)
+    spec = getattr(ctx.model, "spec", None)
+    if ctx.model.name != "vn" or not layers or spec is None:
+        return None
+    if len(spec.x_shape) == 2:
+        side, shape, which = layers[0].S, spec.x_shape, "S"
+    elif len(spec.y_shape) == 2 and len(layers) == 1:
+        side, shape, which = layers[0].U, spec.y_shape, "U"
+    else:
+        return None
+    split = ctx.task.tests["id"]
+    x = split.x[:512].flatten(1)
+    x_mask = None if split.x_mask is None else split.x_mask[:512].flatten(1)
+    inf = ctx.model.infer(x, x_mask=x_mask)
+    usage = (inf.codes[0] != 0).float().mean(0)  # (K,) fraction of samples using each atom
+    order = torch.argsort(usage, descending=True, stable=True)[:16]
+    images = side.detach()[:, order].T.reshape(len(order), *shape)
+    return {"side": which, "usage": [float(f"{v:.3g}") for v in usage[order].tolist()], **encode_images(images)}
+
+
+def finite_or_nan(value: Any) -> float:
+    """A stored value back to float (None, written for NaN, becomes NaN)."""
+    return math.nan if value is None else float(value)

@@ -1,0 +1,486 @@
+"""Reports from records alone: ``build_report(spec, store)`` renders markdown (and figures)
+from the entries of a ``RecordStore``; nothing is trained or measured here, and the same
+records give the same bytes.
+
+A spec's ``sections`` are objects with ``render(ctx) -> list[str]`` (markdown lines). Generic
+builders: ``Text``, ``ResultsTable`` (mean ± sample std per model and split, parameter counts,
+OOD/ID ratios, the ratio to the best baseline), ``Claim`` (a statement with its verdict and
+the numbers behind it), ``Figure`` (a registered figure kind, drawn next to the report),
+``TuningTable`` (validation points of a task's configs file) and ``Custom`` (any function of
+the context: the hook for a section no builder covers).
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+from .._registry import Registry
+from ..bench.summary import sample_std, to_error
+from ._spec import Spec
+from ._store import RecordStore
+
+
+def fmt(v: float | None, digits: int = 3) -> str:
+    """``v`` with ``digits`` significant digits ("—" for a missing value)."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "—"
+    if isinstance(v, float) and math.isinf(v):
+        return "inf"
+    return f"{v:.{digits}g}"
+
+
+def fmt_pct(v: float | None) -> str:
+    return "—" if v is None or math.isnan(v) else f"{100 * v:.1f}"
+
+
+@dataclass
+class Cell:
+    """Summary of one (label, split, metric) over seeds: ``n``, ``mean``, ``std`` (sample; NaN
+    for one seed), the seeds, the mean parameter count, and whether it is an imported summary
+    (no per-seed records)."""
+
+    label: str
+    split: str
+    metric: str
+    n: int
+    mean: float
+    std: float
+    seeds: list[int]
+    num_parameters: float | None
+    imported: bool = False
+    values: list[float] = field(default_factory=list)
+
+    def text(self, percent: bool = False, digits: int = 3) -> str:
+        """``mean ± std``; one seed prints the mean alone (no ``± nan``)."""
+        f = fmt_pct if percent else (lambda v: fmt(v, digits))
+        if self.n < 2 or math.isnan(self.std):
+            return f(self.mean)
+        return f"{f(self.mean)} ± {f(self.std)}"
+
+
+class ReportContext:
+    """What sections read: the spec, the scale, and the entries that answer its slots.
+
+    Args:
+        spec: the ``Spec`` being rendered; scale: which scale's slots to read.
+        entries: every entry of the spec's record store.
+        out: the reports folder (figures are written there); figures: draw figures or not.
+    """
+
+    def __init__(self, spec: Spec, scale: str, entries: Iterable[dict[str, Any]], out: Path,
+                 figures: bool = True, store_path: str = "", configs_dir: Path | None = None,
+                 records_dir: Path | None = None):
+        self.spec, self.scale, self.out, self.figures, self.store_path = spec, scale, Path(out), figures, store_path
+        self.configs_dir, self.records_dir = configs_dir, records_dir
+        self.entries = list(entries)
+        self._fits: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+        self._summaries: dict[tuple[str, str], dict[str, Any]] = {}
+        self._measures: dict[str, dict[str, Any]] = {}
+        self._tune: dict[tuple[str, str], list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+        for e in self.entries:
+            for s in e.get("slots", []):
+                if s.get("spec") != spec.name or s.get("scale") != scale:
+                    continue
+                where = (s["bench"], s["label"])
+                if s.get("stage") == "tune":
+                    self._tune[where].append((s.get("point", 0), e))
+                elif e["kind"] == "fit":
+                    self._fits[where].append(e)
+                elif e["kind"] == "summary":
+                    self._summaries[where] = e
+                elif e["kind"] == "measure":
+                    self._measures[s["bench"]] = e
+        for k in self._fits:
+            self._fits[k].sort(key=lambda e: e["seed"])
+        self.figure_files: list[str] = []
+
+    # -- lookups ---------------------------------------------------------------------------------
+    def fits(self, bench: str, label: str | None = None) -> list[dict[str, Any]]:
+        """Per-seed fit entries of a bench (one label, or all labels in spec order)."""
+        labels = [label] if label else [v.label for v in self.spec.bench(bench).variants]
+        return [e for lab in labels for e in self._fits.get((bench, lab), [])]
+
+    def measure(self, name: str) -> dict[str, Any] | None:
+        return self._measures.get(name)
+
+    def tune_points(self, bench: str, model: str) -> list[dict[str, Any]]:
+        return [e for _, e in sorted(self._tune.get((bench, model), []), key=lambda p: p[0])]
+
+    def labels(self, bench: str) -> list[str]:
+        """Labels of a bench that have records (fits or an imported summary), in spec order."""
+        return [v.label for v in self.spec.bench(bench).variants
+                if (bench, v.label) in self._fits or (bench, v.label) in self._summaries]
+
+    def summary_entry(self, bench: str, label: str) -> dict[str, Any] | None:
+        return self._summaries.get((bench, label))
+
+    def cells(self, bench: str, metric: str | None = None) -> list[Cell]:
+        """Mean ± sample std per (label, split, metric) of a bench, in spec order; per-seed
+        fits when a label has them, else its imported summary. ``metric`` filters."""
+        out: list[Cell] = []
+        for label in self.labels(bench):
+            fits = self._fits.get((bench, label), [])
+            if fits:
+                groups: dict[tuple[str, str], list[tuple[int, float]]] = {}
+                for e in fits:
+                    for r in e["rows"]:
+                        v = math.nan if r.get("value") is None else float(r["value"])
+                        groups.setdefault((r["split"], r["metric"]), []).append((e["seed"], v))
+                params = [e["stats"].get("num_parameters") for e in fits if e["stats"].get("num_parameters") is not None]
+                for (split, m), vals in groups.items():
+                    values = [v for _, v in vals]
+                    out.append(Cell(label, split, m, len(values), sum(values) / len(values), sample_std(values),
+                                    [s for s, _ in vals], sum(params) / len(params) if params else None, False, values))
+            else:
+                e = self._summaries[(bench, label)]
+                for r in e["rows"]:
+                    out.append(Cell(label, r["split"], r["metric"], r["n"], float(r["mean"]),
+                                    math.nan if r.get("std") is None else float(r["std"]), list(r.get("seeds", [])),
+                                    e.get("stats", {}).get("num_parameters"), True))
+        return [c for c in out if metric is None or c.metric == metric]
+
+    def cell(self, bench: str, label: str, split: str, metric: str | None = None) -> Cell | None:
+        for c in self.cells(bench, metric):
+            if c.label == label and c.split == split:
+                return c
+        return None
+
+    def metrics(self, bench: str) -> list[str]:
+        return list(dict.fromkeys(c.metric for c in self.cells(bench)))
+
+    def other_spec(self, name: str) -> "ReportContext | None":
+        """The context of another spec's records in the same records folder (e.g. the rsgn
+        report quoting the speed spec's scaling measurement); None if it has no records."""
+        from ._spec import get_spec
+
+        if self.records_dir is None or not (self.records_dir / f"{name}.jsonl").exists():
+            return None
+        return ReportContext(get_spec(name), self.scale, RecordStore(self.records_dir / f"{name}.jsonl").entries(),
+                             self.out, False, f"{name}.jsonl", self.configs_dir, self.records_dir)
+
+    def configs(self, stem: str, follow: bool = True) -> dict[str, Any]:
+        """The configs file ``stem`` this report's runs start from (``OUT/configs/SCALE`` when a
+        tune wrote one there, else the package's); ``follow`` resolves ``same_as``."""
+        from ..tasks import _configs
+
+        if self.configs_dir is not None and _configs.path(stem, self.configs_dir).exists():
+            return _configs.load(stem, self.configs_dir, follow=follow)
+        return _configs.load(stem, follow=follow)
+
+    def commits(self) -> list[str]:
+        return sorted({str(e.get("commit"))[:7] for e in self.entries if e.get("commit")})
+
+    def figure_path(self, name: str) -> Path:
+        """Where figure ``name`` of this report is written (``NAME_<name>.png`` beside it)."""
+        suffix = "" if self.scale == "quick" else f"_{self.scale}"
+        return self.out / f"{self.spec.name}{suffix}_{name}.png"
+
+
+# -- sections ---------------------------------------------------------------------------------------
+class Section:
+    """Base class: ``render(ctx) -> list[str]`` markdown lines."""
+
+    def render(self, ctx: ReportContext) -> list[str]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class Text(Section):
+    """Fixed markdown (headings, definitions). Numbers belong in the other sections, which
+    compute them from records."""
+
+    text: str
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        return self.text.strip("\n").splitlines() + [""]
+
+
+@dataclass(frozen=True)
+class Custom(Section):
+    """``fn(ctx) -> list[str]``: a section computed from the records by the spec's own code."""
+
+    fn: Callable[[ReportContext], list[str]]
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        return list(self.fn(ctx))
+
+
+def ood_id_ratio(ctx: ReportContext, bench: str, label: str, split: str, metric: str) -> float:
+    """Mean error on ``split`` / mean error on ``id`` (errors: ``1 - accuracy`` for accuracy)."""
+    a, b = ctx.cell(bench, label, split, metric), ctx.cell(bench, label, "id", metric)
+    if a is None or b is None:
+        return math.nan
+    den = to_error(b.mean, metric)
+    return to_error(a.mean, metric) / den if den > 0 else math.inf
+
+
+def ratio_to_best(ctx: ReportContext, bench: str, label: str, split: str, metric: str,
+                  exclude: Iterable[str] = ()) -> tuple[float, str | None, float]:
+    """``(label's mean error / the best other label's, best label, its error)`` on ``split``;
+    labels in ``exclude`` are not candidates. NaN when nothing to compare."""
+    mine = ctx.cell(bench, label, split, metric)
+    others = [c for c in ctx.cells(bench, metric) if c.split == split and c.label != label and c.label not in exclude]
+    if mine is None or not others:
+        return math.nan, None, math.nan
+    best = min(others, key=lambda c: to_error(c.mean, metric))
+    b = to_error(best.mean, metric)
+    return (to_error(mine.mean, metric) / b if b > 0 else math.inf), best.label, b
+
+
+@dataclass(frozen=True)
+class ResultsTable(Section):
+    """Per label: parameters, seeds, mean ± sample std on every split (one seed: the mean
+    alone), OOD/ID error ratios; then ``model``'s error relative to the best other label per
+    split (once more without ``exclude_from_best``, if given). One table per metric.
+
+    Attributes:
+        bench: the bench; title: a heading (default: the bench's title or name);
+        metrics: which metrics (default all); model: the label compared with the rest;
+        references: labels shown for reference (e.g. a model-free predictor), never "best";
+        percent: print accuracy-like values in %; note: a line under the heading.
+    """
+
+    bench: str
+    title: str | None = None
+    metrics: tuple[str, ...] | None = None
+    model: str | None = "vn"
+    exclude_from_best: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    percent: bool = False
+    ratios: bool = True
+    note: str = ""
+    level: int = 2
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(self.bench)
+        title = self.title or b.title or b.name
+        lines = [f"{'#' * self.level} {title}", ""]
+        if self.note:
+            lines += [self.note, ""]
+        if not ctx.labels(self.bench):
+            return lines + [f"No records yet (`hebbnets reproduce {ctx.spec.name} --benches {self.bench}`).", ""]
+        for metric in self.metrics or ctx.metrics(self.bench):
+            cells = ctx.cells(self.bench, metric)
+            if not cells:
+                continue
+            splits = list(dict.fromkeys(c.split for c in cells))
+            ood = [s for s in splits if s != "id"] if "id" in splits and self.ratios else []
+            labels = list(dict.fromkeys(c.label for c in cells))
+            by = {(c.label, c.split): c for c in cells}
+            unit = " (%)" if self.percent else ""
+            lines += [f"metric: `{metric}`{unit}, mean ± sample std over seeds", ""]
+            head = ["model", "params", "seeds", *splits, *[f"{s}/id" for s in ood]]
+            lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for lab in labels:
+                first = next(c for c in cells if c.label == lab)
+                params = "—" if first.num_parameters is None else f"{int(round(first.num_parameters)):,}"
+                seeds = ",".join(map(str, first.seeds)) + (" (summary)" if first.imported else "")
+                vals = [by[(lab, s)].text(self.percent) if (lab, s) in by else "—" for s in splits]
+                rats = [fmt(ood_id_ratio(ctx, self.bench, lab, s, metric)) for s in ood]
+                lines.append("| " + " | ".join([lab, params, seeds, *vals, *rats]) + " |")
+            lines.append("")
+            if self.model and self.model in labels and len(labels) > 1:
+                refs = tuple(self.references)
+                for exclude in (refs, refs + tuple(self.exclude_from_best)) if self.exclude_from_best else (refs,):
+                    parts = []
+                    for s in splits:
+                        r, best, _ = ratio_to_best(ctx, self.bench, self.model, s, metric, exclude)
+                        if best is not None:
+                            parts.append(f"{s} **{fmt(r)}** (best {best})")
+                    if parts:
+                        dropped = [x for x in exclude if x not in refs]
+                        without = (" without " + ", ".join(dropped)) if dropped else ""
+                        lines += [f"{self.model} error / best other model's error{without} (< 1: {self.model} better): "
+                                  + "; ".join(parts), ""]
+        return lines
+
+
+@dataclass(frozen=True)
+class Claim(Section):
+    """A statement and its verdict from the records: ``check(ctx) -> (verdict, evidence)``
+    with ``verdict`` True (holds), False (does not hold) or None (not measured)."""
+
+    statement: str
+    check: Callable[[ReportContext], tuple[bool | None, str]]
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        verdict, evidence = self.check(ctx)
+        word = {True: "holds", False: "does not hold", None: "not measured"}[verdict]
+        return [f"- **{self.statement}**: {word}. {evidence}".rstrip(), ""]
+
+
+def _point_text(config: dict[str, Any], keys: list[str] | None = None) -> str:
+    items = config.items() if keys is None else ((k, config[k]) for k in keys if k in config)
+    return ", ".join(f"{k}={v}" for k, v in items)
+
+
+@dataclass(frozen=True)
+class TuningTable(Section):
+    """The configuration each model of a bench runs with, chosen on validation data, and every
+    validation point behind the choice, from the bench's configs file."""
+
+    bench: str
+    title: str | None = None
+    level: int = 3
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(self.bench)
+        doc = ctx.configs(b.configs)
+        lines = [f"{'#' * self.level} {self.title or f'Configurations of {b.name} (validation only)'}", ""]
+        models = doc.get("models", {})
+        if not models:
+            return lines + [f"No configs file `{b.configs}.json` yet: every model runs with its defaults.", ""]
+        own = ctx.configs(b.configs, follow=False)
+        same = (f" = the choice made for `{own['same_as']}`" + (f" ({own['note']})" if own.get("note") else "")
+                if "same_as" in own else "")
+        lines += [f"From `hebbnets/tasks/configs/{b.configs}.json`{same}; validation metric `{doc.get('metric', '?')}`.", ""]
+        hows = {}
+        for m, d in models.items():
+            how = d.get("source", "") + (f" (configuration set at commit {str(d['commit'])[:7]})" if d.get("commit") else "")
+            hows.setdefault(how, []).append(m)
+        for how, ms in hows.items():
+            lines += [(f"How ({', '.join(ms)}): " if len(hows) > 1 else "How: ") + how, ""]
+        lines += ["| model | points | chosen configuration | validation |", "|---|---|---|---|"]
+        for m, d in models.items():
+            lines.append(f"| {m} | {len(d.get('points', []))} | `{json.dumps(d['config'])}` | {fmt(d.get('value'), 4)} |")
+        lines.append("")
+        rows = [(m, p) for m, d in models.items() for p in d.get("points", [])]
+        if rows:
+            rounds = any("round" in p for _, p in rows)
+            kept_col = any("accepted" in p for _, p in rows)
+            lines += ["| model |" + (" round |" if rounds else "") + " point | validation |" + (" kept |" if kept_col else ""),
+                      "|---|" + ("---|" if rounds else "") + "---|---|" + ("---|" if kept_col else "")]
+            for m, d in models.items():
+                varying = _varying(d.get("points", []))
+                for p in d.get("points", []):
+                    varied = p.get("move", p.get("point"))
+                    if isinstance(varied, dict):
+                        point = _point_text(varied)
+                    elif "accepted" in p:
+                        point = "base"  # the first point of a successive search
+                    else:
+                        point = _point_text(p["config"], varying)
+                    kept = {True: " yes |", False: " no |"}.get(p.get("accepted"), " |") if kept_col else ""
+                    lines.append(f"| {m} |" + (f" {p.get('round', '')} |" if rounds else "")
+                                 + f" `{point}` | {fmt(p['value'], 4)} |" + kept)
+            lines.append("")
+        return lines
+
+
+def _varying(points: list[dict[str, Any]]) -> list[str]:
+    """Config keys whose values differ between ``points`` (all keys for a single point)."""
+    configs = [p["config"] for p in points if isinstance(p.get("config"), dict)]
+    keys = list(dict.fromkeys(k for c in configs for k in c))
+    if len(configs) < 2:
+        return keys
+    return [k for k in keys if len({json.dumps(c.get(k), sort_keys=True) for c in configs}) > 1]
+
+
+FIGURES: Registry[Callable[..., Any]] = Registry("figure")
+
+
+def register_figure(kind: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: ``fn(ctx, **options) -> matplotlib Figure | None`` draws figure ``kind``
+    from records (``None``: nothing to draw yet)."""
+    return FIGURES.register(kind)
+
+
+def figure_kinds() -> list[str]:
+    return FIGURES.names()
+
+
+@dataclass(frozen=True)
+class Figure(Section):
+    """A registered figure ``kind`` drawn from the records into ``NAME_<name>.png`` beside the
+    report and linked from it; ``options`` go to the drawing function."""
+
+    kind: str
+    name: str
+    caption: str
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        FIGURES.get(self.kind, "kind")
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        path = ctx.figure_path(self.name)
+        if ctx.figures:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            fig = FIGURES.get(self.kind)(ctx, **self.options)
+            if fig is None:
+                return [f"*{self.caption}*: no records to draw yet.", ""]
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fig.savefig(path, dpi=110, metadata={"Software": None})
+            plt.close(fig)
+            ctx.figure_files.append(str(path))
+        elif not _has_data(ctx, self):
+            return [f"*{self.caption}*: no records to draw yet.", ""]
+        return [f"![{self.caption}]({path.name})", "", f"*{self.caption}*", ""]
+
+
+def _has_data(ctx: ReportContext, fig: Figure) -> bool:
+    """Whether ``fig`` would draw something (without drawing it): used when figures are off."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    out = FIGURES.get(fig.kind)(ctx, **fig.options)
+    if out is None:
+        return False
+    plt.close(out)
+    return True
+
+
+def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str = "quick",
+                 figures: bool = True, records_name: str | None = None, configs_dir: Path | None = None) -> Path:
+    """Render ``spec`` from ``store`` into ``out/NAME.md`` (``NAME_<scale>.md`` off the quick
+    scale) plus its figures; returns the markdown path. Deterministic in the records."""
+    out = Path(out)
+    ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name, configs_dir,
+                        store.path.parent)
+    fits = [e for e in ctx.entries if any(s.get("spec") == spec.name and s.get("scale") == scale
+                                          for s in e.get("slots", []))]
+    dirty = sum(1 for e in fits if e.get("dirty"))
+    imported = sum(1 for e in fits if e.get("imported_from"))
+    commits = sorted({str(e.get("commit"))[:7] for e in fits if e.get("commit")})
+    scale_arg = "" if scale == "quick" else f" --scale {scale}"
+    lines = [f"# {spec.title}", "",
+             f"<!-- written by `hebbnets report {spec.name}{scale_arg}` from {ctx.store_path}; edit the spec "
+             f"(hebbnets/experiments/specs), not this file -->", ""]
+    if spec.intro:
+        lines += [spec.intro.strip(), ""]
+    tuning = sum(1 for e in fits if any(s.get("stage") == "tune" for s in e.get("slots", [])))
+    kinds = [f"{n} {what}" for n, what in ((sum(1 for e in fits if e["kind"] == "fit") - tuning, "fits"),
+                                            (tuning, "validation points"),
+                                            (sum(1 for e in fits if e["kind"] == "summary"), "imported summaries"),
+                                            (sum(1 for e in fits if e["kind"] == "measure"), "measurements")) if n]
+    lines += [f"Rerun: `hebbnets reproduce {spec.name}{scale_arg}` (scale `{scale}`). Rebuild this page from the "
+              f"committed records alone: `hebbnets report {spec.name}{scale_arg}`. Records: `{ctx.store_path}`, "
+              f"{len(fits)} entries ({', '.join(kinds)})" + (f"; {imported} imported from earlier result files, with "
+                                                             "provenance" if imported else "")
+              + (f"; code commits {', '.join(commits)}" if commits else "")
+              + (f"; {dirty} computed from a tree with uncommitted changes" if dirty else "") + ".", ""]
+    timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]
+    known = [t for t in timed if t is not None]
+    if known:
+        untimed = len(fits) - len(known)
+        lines += [f"Compute behind these records: {sum(known) / 3600:.1f} h of fit and measurement time over "
+                  f"{len(known)} entries (as recorded by each)"
+                  + (f"; {untimed} entries recorded no time" if untimed else "") + ".", ""]
+    for section in spec.sections:
+        lines += section.render(ctx)
+    while lines and not lines[-1]:
+        lines.pop()
+    path = out / (f"{spec.name}.md" if scale == "quick" else f"{spec.name}_{scale}.md")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path

@@ -1,0 +1,115 @@
+import math
+
+import pytest
+import torch
+
+import hebbnets as hn
+from hebbnets.bench import tune, validation_split
+from hebbnets.experiments import Bench, execute, get_protocol, plan_bench, register_protocol, variant
+from hebbnets.experiments import _protocols
+
+TINY = dict(grid=8, held_out=[3, 4], id_fraction=0.2)
+
+
+def _run(bench, task=None):
+    return execute(plan_bench(None, bench, "quick", task=task), None)
+
+
+def test_a_registered_protocol_returns_rows_and_the_runner_records_them(monkeypatch):
+    monkeypatch.setattr(_protocols.PROTOCOLS, "items", dict(_protocols.PROTOCOLS.items))
+
+    @register_protocol("two_stage_test")
+    def two_stage(ctx):
+        half = len(ctx.task.train) // 2
+        ctx.fit(ctx.task.train.subset(torch.arange(half)))
+        rows = ctx.score_tests(prefix="stage1_")
+        ctx.fit(ctx.task.train)
+        ctx.stats["stages"] = 2
+        return rows + ctx.score_tests(prefix="stage2_")
+
+    [entry] = _run(Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,),
+                         protocol="two_stage_test"))
+    assert [(r["split"], r["metric"]) for r in entry["rows"]] == [
+        ("id", "stage1_mse"), ("ood", "stage1_mse"), ("id", "stage2_mse"), ("ood", "stage2_mse")]
+    assert entry["stats"]["stages"] == 2 and entry["protocol"] == "two_stage_test"
+    assert entry["stats"]["fit_seconds"] > 0 and entry["stats"]["num_parameters"] > 0
+    with pytest.raises(ValueError, match="already registered"):
+        register_protocol("fit")(lambda ctx: [])
+
+    @register_protocol("bad_rows_test")
+    def bad_rows(ctx):
+        return [{"split": "id"}]
+
+    with pytest.raises(ValueError, match="protocol"):
+        _run(Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,),
+                   protocol="bad_rows_test"))
+
+
+def test_fit_curve_scores_every_epoch_without_changing_the_fit():
+    task = hn.tasks.make("rsgn_tree", seed=0, n_train=80, n_test=30)
+    cfg = dict(epochs=3, d_model=8, n_heads=2, n_layers=1, d_ff=8, restore="last", val_fraction=0.0)
+    plain = _run(Bench("b", "rsgn_tree", (variant("transformer", **cfg),), seeds=(0,)), task)[0]
+    curved = _run(Bench("b", "rsgn_tree", (variant("transformer", **cfg),), seeds=(0,), options={"curve": True}), task)[0]
+    curve = curved["stats"]["curve"]["id"]
+    final = {(r["split"], r["metric"]): r["value"] for r in curved["rows"]}
+    assert len(curve) == 3 and math.isclose(curve[-1], final[("id", "accuracy")])
+    assert final[("id", "best_epoch_accuracy")] == max(curve)
+    assert plain["rows"][0] == curved["rows"][0]  # observing the test curve never feeds back
+    assert plain["key"] != curved["key"]  # options are part of the key
+    with pytest.raises(ValueError, match="options"):
+        _run(Bench("b", "rsgn_tree", (variant("transformer", **cfg),), seeds=(0,), options={"nope": 1}), task)
+
+
+def test_tune_protocol_scores_only_data_carved_from_the_training_split():
+    task = hn.tasks.make("spatial2d", seed=0, **TINY)
+    train, val = validation_split(task, 0.25)
+    assert len(train) + len(val) == len(task.train) and len(val) == round(0.25 * len(task.train))
+    rows = torch.cat([train.x, val.x])
+    assert torch.equal(rows.sort(0).values, task.train.x.sort(0).values)  # a partition of train, nothing else
+    recs = tune(task, "mlp", {"lr": [1e-3, 1e-2]}, base={"hidden": (8,), "epochs": 2})
+    assert len(recs) == 2 and recs[0]["value"] <= recs[1]["value"]
+    train, val = validation_split(task, 0.2)  # tune's default part
+    model = hn.models.make("mlp", seed=0, **recs[0]["full_config"]).fit(train)
+    assert math.isclose(model.score(val), recs[0]["value"], rel_tol=1e-5)
+    with pytest.raises(ValueError, match="val_fraction"):
+        validation_split(task, 1.5)
+
+
+def test_unknown_protocol_and_statistic_are_errors_before_training():
+    with pytest.raises(ValueError, match="protocol"):
+        get_protocol("nope")
+    with pytest.raises(ValueError, match="statistics"):
+        _run(Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,),
+                   options={"statistics": ["nope"]}))
+
+
+def test_error_map_and_atoms_statistics():
+    [entry] = _run(Bench("b", "spatial2d", (variant("vn", atoms=(6,), epochs=1, max_iter=20),),
+                         params={**TINY, "mode": "reconstruct"}, seeds=(0,),
+                         options={"statistics": ["error_map", "atoms"]}))
+    em = entry["stats"]["error_map"]
+    assert len(em["error"]) == 8 and {v for row in em["split"] for v in row} == {0, 1, 2}
+    atoms = entry["stats"]["atoms"]
+    assert atoms["shape"] == [6, 8, 8] and atoms["side"] == "S" and len(atoms["usage"]) == 6
+    assert atoms["usage"] == sorted(atoms["usage"], reverse=True)
+
+
+def test_a_protocol_check_runs_when_the_plan_is_checked(monkeypatch):
+    monkeypatch.setattr(_protocols.PROTOCOLS, "items", dict(_protocols.PROTOCOLS.items))
+    calls = []
+
+    @register_protocol("staged_test")
+    def staged(ctx):
+        calls.append("ran")
+        return []
+
+    def check(model, task, options):
+        if not task.stages:
+            raise ValueError(f"task: {task.name!r} has no stages")
+
+    staged.check = check
+    bench = Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,),
+                  protocol="staged_test")
+    with pytest.raises(ValueError, match=r"^models: 'mlp' \(mlp\) cannot run on task 'spatial2d'.*no stages"):
+        plan_bench(None, bench, "quick")
+    assert calls == []

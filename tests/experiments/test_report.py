@@ -1,0 +1,99 @@
+import math
+import re
+
+import pytest
+import torch
+
+from hebbnets.experiments import (Bench, Claim, Custom, Figure, RecordStore, ReportContext, ResultsTable, Spec, Text,
+                                  build_report, decode_images, encode_images, ood_id_ratio, ratio_to_best)
+
+BENCH = Bench("b", "toy_atoms", ("vn", "mlp", "cnn"))
+SPEC = Spec("s", "Test report", benches=(BENCH,), sections=(
+    ResultsTable("b", title="Results"),
+    Claim("vn beats mlp out of distribution",
+          lambda ctx: (ctx.cell("b", "vn", "ood").mean < ctx.cell("b", "mlp", "ood").mean, "numbers")),
+    Custom(lambda ctx: [f"labels: {ctx.labels('b')}", ""]),
+    Text("The end."),
+))
+
+
+def _fit(label, seed, id_, ood, params=10):
+    return {"key": f"{label}{seed}", "kind": "fit", "model": label, "seed": seed, "config": {}, "task": "toy_atoms",
+            "slots": [{"spec": "s", "bench": "b", "label": label, "scale": "quick", "seed": seed}],
+            "rows": [{"split": "id", "metric": "mse", "value": id_}, {"split": "ood", "metric": "mse", "value": ood}],
+            "stats": {"num_parameters": params}, "commit": "abcdef0123", "dirty": False}
+
+
+ENTRIES = [_fit("vn", 0, 1.0, 1.2), _fit("vn", 1, 3.0, 1.8), _fit("mlp", 0, 0.5, 5.0),
+           {"key": "cnn-sum", "kind": "summary", "model": "cnn", "imported_from": "old.json@abc",
+            "slots": [{"spec": "s", "bench": "b", "label": "cnn", "scale": "quick", "seed": None}],
+            "rows": [{"split": "id", "metric": "mse", "n": 3, "mean": 0.25, "std": 0.1, "seeds": [0, 1, 2]},
+                     {"split": "ood", "metric": "mse", "n": 3, "mean": 4.0, "std": 1.0, "seeds": [0, 1, 2]}],
+            "stats": {"num_parameters": 7}},
+           # another scale and another spec: never read by this report
+           {**_fit("vn", 2, 9.0, 9.0), "key": "smoke", "slots": [{"spec": "s", "bench": "b", "label": "vn",
+                                                                  "scale": "smoke", "seed": 2}]},
+           {**_fit("vn", 3, 9.0, 9.0), "key": "other", "slots": [{"spec": "t", "bench": "b", "label": "vn",
+                                                                  "scale": "quick", "seed": 3}]}]
+
+
+def test_cells_are_means_and_sample_stds_over_seeds_or_imported_summaries():
+    ctx = ReportContext(SPEC, "quick", ENTRIES, out=".")
+    vn = ctx.cell("b", "vn", "id")
+    assert vn.n == 2 and vn.mean == 2.0 and math.isclose(vn.std, math.sqrt(2)) and vn.seeds == [0, 1]
+    mlp = ctx.cell("b", "mlp", "ood")
+    assert mlp.n == 1 and math.isnan(mlp.std) and mlp.text() == "5"  # one seed: no "± nan"
+    assert vn.text() == "2 ± 1.41"
+    cnn = ctx.cell("b", "cnn", "ood")
+    assert cnn.imported and cnn.n == 3 and cnn.text() == "4 ± 1"
+    assert ctx.labels("b") == ["vn", "mlp", "cnn"]
+    assert math.isclose(ood_id_ratio(ctx, "b", "vn", "ood", "mse"), 1.5 / 2.0)
+    r, best, err = ratio_to_best(ctx, "b", "vn", "id", "mse")
+    assert best == "cnn" and err == 0.25 and r == 8.0
+    r, best, _ = ratio_to_best(ctx, "b", "vn", "id", "mse", exclude=("cnn",))
+    assert best == "mlp" and r == 4.0
+
+
+def test_report_is_deterministic_and_prints_no_nan(tmp_path):
+    store = RecordStore(tmp_path / "records" / "s.jsonl")
+    store.put_many(ENTRIES)
+    a = build_report(SPEC, store, tmp_path / "a").read_text()
+    b = build_report(SPEC, store, tmp_path / "b").read_text()
+    assert a == b and not re.search(r"\bnan\b", a)
+    assert "| vn | 10 | 0,1 | 2 ± 1.41 | 1.5 ± 0.424 | 0.75 |" in a
+    assert "| mlp | 10 | 0 | 0.5 | 5 | 10 |" in a
+    assert "| cnn | 7 | 0,1,2 (summary) | 0.25 ± 0.1 | 4 ± 1 | 16 |" in a
+    assert "id **8** (best cnn); ood **0.375** (best cnn)" in a
+    assert "- **vn beats mlp out of distribution**: holds. numbers" in a
+    assert "labels: ['vn', 'mlp', 'cnn']" in a and a.rstrip().endswith("The end.")
+    assert "4 entries (3 fits, 1 imported summaries); 1 imported from earlier result files" in a  # this spec, scale
+
+
+def test_figures_are_drawn_from_records_or_say_there_is_nothing(tmp_path):
+    atoms = encode_images(torch.linspace(-1, 1, 3 * 16).reshape(3, 4, 4))
+    entries = [dict(e) for e in ENTRIES[:3]]
+    entries[0]["stats"] = {**entries[0]["stats"], "atoms": {"side": "S", "usage": [0.5, 0.2, 0.1], **atoms},
+                           "error_map": {"error": [[0.1, 0.2], [0.3, 0.4]], "split": [[0, 1], [2, 2]]}}
+    spec = Spec("s", "t", benches=(BENCH,), sections=(
+        Figure("id_vs_ood", "scatter", "ID vs OOD", {"benches": ("b",)}),
+        Figure("atoms", "atoms", "atoms", {"benches": ("b",)}),
+        Figure("error_maps", "maps", "maps", {"benches": ("b",)}),
+        Figure("activity", "act", "activity", {"benches": ("b",)}),
+    ))
+    store = RecordStore(tmp_path / "r.jsonl")
+    store.put_many(entries)
+    text = build_report(spec, store, tmp_path).read_text()
+    for name in ("scatter", "atoms", "maps"):
+        png = tmp_path / f"s_{name}.png"
+        assert png.read_bytes()[:4] == b"\x89PNG" and f"]({png.name})" in text
+    assert "*activity*: no records to draw yet." in text and not (tmp_path / "s_act.png").exists()
+    assert build_report(spec, store, tmp_path / "nofig", figures=False).read_text() == text
+    with pytest.raises(ValueError, match="kind"):
+        Figure("nope", "x", "y")
+
+
+def test_images_round_trip_to_8_bits():
+    imgs = torch.randn(5, 7, 3)
+    back = decode_images(encode_images(imgs))
+    span = (imgs.flatten(1).max(1).values - imgs.flatten(1).min(1).values)[:, None, None]
+    assert back.shape == imgs.shape and bool(((back - imgs).abs() <= span / 255 + 1e-3).all())

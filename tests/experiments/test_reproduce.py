@@ -1,0 +1,68 @@
+import json
+
+import pytest
+
+from hebbnets.cli import main
+from hebbnets.experiments import Bench, RecordStore, Scale, Spec, get_spec, register_spec, report, reproduce
+from hebbnets.experiments import _spec
+from hebbnets.tasks import _configs
+
+
+def test_toy_spec_end_to_end_at_smoke_scale(tmp_path, capsys):
+    """tune -> run -> report into --out; the report is rebuilt byte for byte from the records;
+    a second run recomputes nothing; the package's configs are never touched by a smoke tune."""
+    package = sorted((p.name, p.read_bytes()) for p in _configs.PACKAGE_DIR.glob("*.json"))
+    logs = []
+    [path] = reproduce("toy", ["tune", "run", "report"], scale="smoke", out=tmp_path, log=logs.append)
+    assert path == tmp_path / "reports" / "toy_smoke.md"
+    assert sorted((p.name, p.read_bytes()) for p in _configs.PACKAGE_DIR.glob("*.json")) == package
+    tuned = json.loads((tmp_path / "configs" / "smoke" / "toy_atoms.json").read_text())
+    assert set(tuned["models"]) == {"vn", "mlp"}
+    assert all(len(m["points"]) == 6 for m in tuned["models"].values())
+    entries = RecordStore(tmp_path / "records" / "toy.jsonl").entries()
+    fits = [e for e in entries if e["protocol"] == "fit"]
+    assert len(fits) == 2 and len(entries) == 2 + 12  # two fits (1 seed), 12 tuning points
+    for e in fits:  # the run stage used the configs just tuned (under --out), at smoke overrides
+        chosen = tuned["models"][e["model"]]["config"]
+        assert all(e["config"][k] == v for k, v in chosen.items() if k != "epochs") and e["config"]["epochs"] == 1
+        assert e["commit"] is None or len(e["commit"]) == 40
+        assert {"rows", "stats", "slots", "dirty", "version"} <= set(e)
+    text = path.read_text()
+    assert "| vn |" in text and "| mlp |" in text and "toy_smoke_id_vs_ood.png" in text
+    assert (tmp_path / "reports" / "toy_smoke_id_vs_ood.png").exists()
+    path.unlink()
+    assert report("toy", scale="smoke", out=tmp_path, figures=False)[0].read_text() == text
+    logs.clear()
+    reproduce("toy", ["run"], scale="smoke", out=tmp_path, log=logs.append)
+    assert any("2 already in" in line and "0 to run" in line for line in logs)
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["reproduce", "nope"], "unknown spec"),
+    (["reproduce", "toy", "--stage", "train"], "--stage"),
+    (["reproduce", "toy", "--benches", "nope"], "benches"),
+    (["reproduce", "toy", "--models", "cnn"], "models"),
+    (["reproduce", "toy", "--seeds", "1,1"], "seeds"),
+    (["reproduce", "toy", "--address", "x:1"], "--address"),
+    (["report", "nope"], "unknown spec"),
+])
+def test_bad_reproduce_input_exits_2(argv, needle, capsys, tmp_path):
+    assert main(argv + ["--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and needle in err[0]
+    assert not (tmp_path / "records").exists()
+
+
+def test_a_plan_is_checked_whole_before_the_first_fit(capsys, tmp_path, monkeypatch):
+    """VN first, then a classifier on a regression task: the error names the classifier and no
+    record is written (issue 14, item 7)."""
+    monkeypatch.setattr(_spec, "_SPECS", dict(_spec._SPECS))  # registered for this test only
+    register_spec(Spec("bad_plan_test", "t", benches=(
+        Bench("ok", "toy_atoms", ("vn",), scales={"smoke": Scale(params={"n_train": 40, "n_test": 10})}),
+        Bench("bad", "toy_atoms", ("vn", "centroid"), scales={"smoke": Scale(params={"n_train": 40, "n_test": 10})}),
+    )))
+    assert get_spec("bad_plan_test").bench("bad").variants[1].model == "centroid"
+    assert main(["reproduce", "bad_plan_test", "--scale", "smoke", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "'centroid'" in err and "classifier" in err and "bench 'bad'" in err
+    assert not (tmp_path / "records").exists()
