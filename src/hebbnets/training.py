@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import torch
@@ -78,8 +78,9 @@ class TrainConfig:
     # elastic weight consolidation (Kirkpatrick et al. 2017) across partial_fit stages: after every
     # fit the diagonal Fisher on (at most ewc_samples of) its training data is kept, and later fits
     # add ewc_lambda/2 sum_i F_i (theta_i - theta*_i)^2 per finished stage; 0 = off
-    ewc_lambda: float = 0.0
-    ewc_samples: int = 1024
+    # neutral: the value that computes what fits did before the field existed (record keys omit it)
+    ewc_lambda: float = field(default=0.0, metadata={"neutral": 0.0})
+    ewc_samples: int = field(default=1024, metadata={"neutral": 1024})
 
     def __post_init__(self) -> None:
         check_positive(self.lr, "lr")

@@ -75,6 +75,24 @@ def test_keys_hash_what_determines_a_result_and_nothing_else():
     assert measure_key("f", {"a": 1}) != measure_key("f", {"a": 2}) and len(k) == 24
 
 
+def test_a_field_added_at_its_neutral_value_keeps_old_keys_and_any_other_value_changes_them():
+    """Records written before a config field existed stay valid when the field is at the value
+    that computes what those fits computed (``metadata={"neutral": ...}``), and only then."""
+    from hebbnets.experiments import canonical_config, neutral_values
+
+    old = dict(task="t", task_params={}, model="mlp", config={"lr": 1e-3}, seed=0, protocol="fit")
+    assert neutral_values("mlp") == {"ewc_lambda": 0.0, "ewc_samples": 1024}
+    k = fit_key(**old)
+    assert fit_key(**{**old, "config": {"lr": 1e-3, "ewc_lambda": 0.0, "ewc_samples": 1024}}) == k
+    assert fit_key(**{**old, "config": {"lr": 1e-3, "ewc_lambda": 1.0}}) != k
+    # a new field whose default changes fits is not neutral at its default: VN's early stopping
+    vn = {**old, "model": "vn"}
+    assert neutral_values("vn")["val_fraction"] == 0.0
+    assert fit_key(**{**vn, "config": {"lr": 1e-3, "val_fraction": 0.1}}) != fit_key(**vn)
+    assert fit_key(**{**vn, "config": {"lr": 1e-3, "val_fraction": 0.0}}) == fit_key(**vn)
+    assert canonical_config("nosuchmodel", {"a": 1, "progress": True}) == {"a": 1}
+
+
 def test_jsonable_and_provenance():
     import torch
 

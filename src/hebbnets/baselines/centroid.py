@@ -14,7 +14,7 @@ safetensors like every other model (tested to agree with scikit-learn's own ``pr
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -99,8 +99,10 @@ class NearestCentroidModel(Model):
 class LDAConfig:
     solver: str = "svd"
     shrinkage: float | None = None  # only with solver "lsqr" / "eigen"
-    pool: str = "mean"  # "mean": bag of tokens; "ends": first and last n_ends tokens (see module docstring)
-    n_ends: int = 8
+    # "mean": bag of tokens; "ends": first and last n_ends tokens (see module docstring). neutral:
+    # the value that computes what fits did before the field existed (record keys omit it)
+    pool: str = field(default="mean", metadata={"neutral": "mean"})
+    n_ends: int = field(default=8, metadata={"neutral": 8})
 
     def __post_init__(self) -> None:
         if self.pool not in ("mean", "ends"):

@@ -19,12 +19,14 @@ from ._reproduce import STAGES, parse_stages, report, reproduce, store_for, tune
 from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spec, run_job
 from ._spec import (DEFAULT_SCALES, SCALES, Bench, Grid, Measure, Moves, Scale, Spec, Variant, get_spec,
                     register_spec, spec_names, variant)
-from ._store import COSMETIC_CONFIG_KEYS, RecordStore, fit_key, jsonable, measure_key, provenance
+from ._store import (
+    COSMETIC_CONFIG_KEYS, RecordStore, canonical_config, fit_key, jsonable, measure_key, neutral_values, provenance,
+)
 from . import references  # noqa: F401,E402  (registers the reference predictors 'zeros', 'gap_interp')
 from . import specs  # noqa: F401,E402  (registers the project's specs)
 
 __all__ = [
-    "Bench", "COSMETIC_CONFIG_KEYS", "Cell", "Claim", "Custom", "DEFAULT_SCALES", "DEFAULT_STATISTICS", "Figure",
+    "Bench", "COSMETIC_CONFIG_KEYS", "canonical_config", "neutral_values", "Cell", "Claim", "Custom", "DEFAULT_SCALES", "DEFAULT_STATISTICS", "Figure",
     "FitContext", "FitHook", "Grid", "Job", "Measure", "Moves", "RecordStore", "ReportContext", "ResultsTable", "SCALES",
     "STAGES", "Scale", "Section", "Spec", "Text", "TuningTable", "Variant", "build_report", "decode_images", "encode_images", "execute",
     "figure_kinds", "fit_key", "flat_records", "fmt", "fmt_pct", "get_protocol", "get_spec", "jsonable", "loglog_slope",

@@ -22,6 +22,7 @@ through an advisory lock (``fcntl.flock`` on ``.NAME.lock`` beside the file).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import json
@@ -55,12 +56,35 @@ def _digest(parts: Any) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
+def neutral_values(model: str) -> dict[str, Any]:
+    """``{field: value}`` of ``model``'s config fields that were added after records existed,
+    each with the value that computes exactly what fits did before the field was there
+    (``dataclasses.field(metadata={"neutral": value})``). Unknown models have none."""
+    from .. import models
+
+    if model not in models.names():
+        return {}
+    return {f.name: jsonable(f.metadata["neutral"]) for f in dataclasses.fields(models.get(model).Config)
+            if "neutral" in f.metadata}
+
+
+def canonical_config(model: str, config: dict[str, Any]) -> dict[str, Any]:
+    """The part of a config that a key hashes: cosmetic keys (``progress``) and fields at their
+    neutral value (``neutral_values``) left out, so adding a config field whose value reproduces
+    the old computation invalidates no record, while any other value (or a new default that is
+    not neutral) gives a new key."""
+    neutral = neutral_values(model)
+    return {k: v for k, v in jsonable(config).items()
+            if k not in COSMETIC_CONFIG_KEYS and not (k in neutral and v == neutral[k])}
+
+
 def fit_key(task: str, task_params: dict[str, Any], model: str, config: dict[str, Any], seed: int,
             protocol: str, options: dict[str, Any] | None = None) -> str:
     """Key of one fit: a hash of the task name and its full generator parameters, the model
-    name and its full config (cosmetic keys such as ``progress`` left out), the seed, and the
-    protocol with its options. Equal inputs give equal keys on every machine."""
-    config = {k: v for k, v in config.items() if k not in COSMETIC_CONFIG_KEYS}
+    name and its config (``canonical_config``: cosmetic keys and fields at their neutral value
+    left out), the seed, and the protocol with its options. Equal inputs give equal keys on
+    every machine."""
+    config = canonical_config(model, config)
     return _digest(["fit", task, task_params, model, config, seed, protocol, options or {}])
 
 

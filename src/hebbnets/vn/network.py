@@ -96,8 +96,10 @@ class VNConfig:
     reseed_after: int = 50
     epochs: int = 20
     batch_size: int = 64
-    val_fraction: float = 0.1
-    patience: int = 5
+    # neutral: the values that compute what fits did before these fields existed (no early stopping;
+    # record keys omit a field at its neutral value). The default 0.1 is not neutral: it changes fits.
+    val_fraction: float = field(default=0.1, metadata={"neutral": 0.0})
+    patience: int = field(default=5, metadata={"neutral": 5})
     output: str = "message"
     init: str = "data"
     progress: bool = True

@@ -13,9 +13,10 @@ TOY = Bench(
     ),
     # two models x 6 validation points; a second round of each search (the first put the best
     # points on the grids' edges). rho_u is tied to rho_s: one learning-rate axis, like the MLP's lr.
+    # Equal budgets: both train up to 200 epochs and stop after 20 without a lower validation error.
     tuning={
         "vn": Grid({"lam": [0.03, 0.05], ("rho_s", "rho_u"): [2.0, 4.0, 8.0]},
-                   base=dict(atoms=(48,), beta=1.0, nonneg=True, epochs=30, batch_size=128, tol=1e-3)),
+                   base=dict(atoms=(48,), beta=1.0, nonneg=True, epochs=200, patience=20, batch_size=128, tol=1e-3)),
         "mlp": Grid({"hidden": [(512, 512), (1024, 1024), (512, 512, 512)], "lr": [1e-3, 3e-3]},
                     base=dict(epochs=200, batch_size=64, patience=20)),
     },
