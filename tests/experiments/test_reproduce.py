@@ -37,6 +37,23 @@ def test_toy_spec_end_to_end_at_smoke_scale(tmp_path, capsys):
     assert any("2 already in" in line and "0 to run" in line for line in logs)
 
 
+def test_the_run_stage_uses_the_configs_the_tune_stage_just_wrote_into_the_package(tmp_path, monkeypatch):
+    """With the package's own configs (quick scale in the checkout), a task generated before the
+    tune stage carries the old choice: the run stage must not use it."""
+    from hebbnets.experiments import _reproduce
+
+    package = tmp_path / "package_configs"
+    package.mkdir()
+    (package / "toy_atoms.json").write_bytes((_configs.PACKAGE_DIR / "toy_atoms.json").read_bytes())
+    monkeypatch.setattr(_configs, "PACKAGE_DIR", package)
+    monkeypatch.setattr(_reproduce, "configs_dir", lambda out, scale: None)  # as for quick in the checkout
+    reproduce("toy", ["tune", "run"], scale="smoke", out=tmp_path / "out", log=None, models=["vn"])
+    tuned = json.loads((package / "toy_atoms.json").read_text())["models"]["vn"]
+    assert tuned["commit"] is None or tuned["scale"] == "smoke"  # written by this tune, into the package
+    [fit] = [e for e in RecordStore(tmp_path / "out" / "records" / "toy.jsonl").entries() if e["protocol"] == "fit"]
+    assert all(fit["config"][k] == v for k, v in tuned["config"].items() if k != "epochs")
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["reproduce", "nope"], "unknown spec"),
     (["reproduce", "toy", "--stage", "train"], "--stage"),

@@ -174,7 +174,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
     ``threads``: torch threads per job (default 1, as on the Ray backend: one job per core, no
     oversubscription when other work shares the machine, and the same records on both backends);
     ``None`` keeps the process's setting."""
-    from ._run import plan_spec
+    from ._run import clear_task_cache, plan_spec
 
     names = spec_names() if name == "all" else [get_spec(name).name]
     stages = list(stages)
@@ -194,7 +194,8 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
                                       models=models, threads=threads)
                     if path is not None and log:
                         log(f"wrote {path}")
-            if "run" in stages:  # configs may have changed: plan again
+            if "run" in stages:  # configs may have changed: plan again, with freshly generated tasks
+                clear_task_cache()
                 plans[spec.name] = plan_spec(spec, scale, benches=_mine(spec, benches), seeds=seeds, models=models,
                                              chosen=_chosen_for(out, scale))
         if "run" in stages:

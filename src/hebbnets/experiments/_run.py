@@ -55,6 +55,12 @@ def _cached_task(name: str, params_json: str, data_seed: int, task_scale: str) -
     return _tasks.make(name, seed=data_seed, scale=task_scale, **json.loads(params_json))
 
 
+def clear_task_cache() -> None:
+    """Forget generated tasks: a task carries the configs chosen when it was generated
+    (``model_configs``), so after a tune stage rewrote them, plans must generate it again."""
+    _cached_task.cache_clear()
+
+
 def make_task(name: str, params: dict[str, Any], data_seed: int, task_scale: str) -> Any:
     """``hn.tasks.make`` with a small in-process cache (jobs of one bench share their task)."""
     return _cached_task(name, json.dumps(jsonable(params), sort_keys=True), data_seed, task_scale)
