@@ -300,8 +300,8 @@ def mechanisms_section(ctx: ReportContext) -> list[str]:
         ["structural plasticity (pruning, sprouting)", on[c.structural and c.prune_threshold > 0],
          f"once per epoch: prune alive edges with sigmoid(a) < {c.prune_threshold:g}; sprout into pruned slots towards "
          f"2-hop nodes whose firing correlates above {c.sprout_threshold:g}"],
-        ["resonance to a fixed point", "no", f"a fixed number of steps (S = 5 hierarchical, 7 long-range, 5 own tasks), "
-                                             "as the author's code"],
+        ["resonance to a fixed point", "no", "a fixed number of propagation steps `n_steps` (the task's configuration), "
+                                             "as in the author's code"],
     ]
     return _table(["mechanism (paper)", "default `rsgn`", "how"], rows)
 
@@ -645,27 +645,33 @@ def _activity_claims(ctx: ReportContext) -> list[str]:
 
     c = RSGNConfig()
     out = []
-    parts, ok_all = [], True
-    for bench in (SPARSE_HIER, SPARSE_LONG, SPARSE_TREE, SPARSE_XOR):
+    parts, ok_all, ign, worst_step = [], True, [], 0.0
+    for bench in SPARSE:
         for label in (DEFAULT_LABEL, f"n{N_LARGE}"):
             tr = _test_rows(ctx, bench.name, label) if label in {v.label for v in bench.variants} else []
             if not tr:
                 continue
             acts = [r["activity"] for r in tr]
             post = [r["activity_post_cap"] for r in tr]
-            ok = max(acts) <= c.max_activity
-            ok_all &= ok or bench.task not in ("rsgn_hierarchical", "rsgn_longrange")
-            parts.append(f"{SHORT[bench.task]} N = {tr and ctx.spec.bench(bench.name).variant(label).config['n_nodes']:,}: "
-                         f"{_ms(acts)} % before the cap (largest seed {100 * max(acts):.2f} %), {_ms(post)} % after")
+            if bench.task in ("rsgn_hierarchical", "rsgn_longrange"):
+                ok_all &= max(acts) <= c.max_activity
+            for s in _fit_stats(ctx, bench.name, label):
+                ign.append(s["test_pre_cap_per_step"][0])
+                worst_step = max(worst_step, *s["test_pre_cap_per_step"][1:])
+            n = ctx.fits(bench.name, label)[0]["config"]["n_nodes"]
+            parts.append(f"{SHORT[bench.task]} N = {n:,}: {_ms(acts)} % before the cap (largest seed "
+                         f"{100 * max(acts):.2f} %), {_ms(post)} % after")
     if parts:
-        out.append(f"- **Default sparse RSGN at <= {100 * c.max_activity:g} % measured activity, before any cap, N >= "
-                   f"{N_SMALL:,}** (test split, mean over the {c.n_steps}+ propagation steps): "
+        out.append(f"- **Default sparse RSGN at <= {100 * c.max_activity:g} % measured activity before any cap, N >= "
+                   f"{N_SMALL:,}** (test split, mean over the propagation steps): "
                    + ("holds on both paper tasks" if ok_all else "does not hold on every paper task") + ": "
-                   + "; ".join(parts) + ". Leaves out: ignition is the top "
-                   f"{100 * c.ignite_frac:g} % of nodes by construction (not counted in the step mean; the table of "
-                   "section 3 lists it); the safety cap still removes nodes in some samples and steps (before > after); "
-                   f"the selection rule restores only epochs whose validation activity is <= {100 * c.max_activity:g} %, "
-                   f"and the fits are {EPOCHS} epochs long.")
+                   + "; ".join(parts) + ". Leaves out: single steps go higher (the largest per-step value in any run "
+                   f"is {100 * worst_step:.2f} %, per-step table in section 3); ignition is the top "
+                   f"{100 * c.ignite_frac:g} % of nodes by construction, where {_ms(ign)} % of nodes would pass the floor "
+                   "(not counted in the step mean: a cap that fixes a figure is not a measurement of it); the safety "
+                   "cap still removes nodes in some samples and steps (before > after); the selection rule restores "
+                   f"only epochs whose validation activity is <= {100 * c.max_activity:g} %; the fits are {EPOCHS} "
+                   "epochs long.")
     for bench in SPARSE:
         pts = []
         for sfx, _ in TARGETS:
