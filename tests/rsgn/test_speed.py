@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hebbnets.rsgn._speed import graph_build_speed, training_step_cost
+from hebbnets.rsgn._speed import cost_scaling, graph_build_speed, segment_slopes, training_step_cost
 
 
 def test_graph_build_record_compares_identical_graphs():
@@ -26,3 +26,27 @@ def test_training_step_cost_parts_add_up(model):
         assert rec["step_s"] == pytest.approx(parts) and math.isnan(rec["structure_s"])
     assert (rec["slow_s"] > 0) == model.startswith("rsgn")
     assert rec["peak_rss_gb"] > 0
+
+
+def test_segment_slopes_per_segment_and_overall():
+    xs = [1.0, 4.0, 16.0, 64.0]
+    ys = [2.0, 8.0, 128.0, 512.0]  # slope 1, then 2, then 1
+    seg, overall = segment_slopes(list(reversed(xs)), list(reversed(ys)))  # order does not matter
+    assert seg == pytest.approx([1.0, 2.0, 1.0])
+    lx, ly = [math.log(x) for x in xs], [math.log(y) for y in ys]
+    mx, my = sum(lx) / 4, sum(ly) / 4
+    ref = sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    assert overall == pytest.approx(ref)
+    assert segment_slopes([3.0], [1.0])[0] == [] and math.isnan(segment_slopes([3.0], [1.0])[1])
+    with pytest.raises(ValueError, match="ys"):
+        segment_slopes([1.0, 2.0], [1.0])
+
+
+def test_cost_scaling_grows_sizes_together_and_skips_models_above_their_limit():
+    rows = cost_scaling([[64, 16], [32, 8]], ("rsgn", "rsgn_parity"), max_nodes={"rsgn_parity": 32}, batch_size=2,
+                        n_features=3, repeats=1, structure_every=10, configs={"rsgn": {"d_hidden": 4, "k": 4},
+                                                                               "rsgn_parity": {"d_hidden": 4}})
+    assert [(r["model"], r["n_nodes"], r["seq_len"]) for r in rows] == [("rsgn", 32, 8), ("rsgn_parity", 32, 8),
+                                                                        ("rsgn", 64, 16)]
+    with pytest.raises(ValueError, match="sizes"):
+        cost_scaling([[64]], ("rsgn",))

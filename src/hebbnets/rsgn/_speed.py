@@ -11,6 +11,10 @@ test; each function measures a fast path against the reference it replaces in th
   rules, and the structure step with its kNN rebuild amortised over the steps between two of
   them) of a registered model (``"rsgn"``, ``"rsgn_parity"``, or a sequence baseline such as
   ``"mamba"``), with the process's peak resident memory.
+* ``cost_scaling``: ``training_step_cost`` of several models over sizes where the node count and
+  the sequence length grow together, one record per (model, size); ``segment_slopes`` reads the
+  log-log slope of each segment between consecutive sizes (and over all of them).
+* ``graph_builds``: ``graph_build_speed`` at several node counts.
 """
 from __future__ import annotations
 
@@ -138,6 +142,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
     for cb in hooks:
         cb.on_fit_start(m, batches[0], None)
     m.train()
+    calibration = []
     if model == "rsgn" and calibrate_steps > 0:
         m.temperature.fill_(m.config.t_end)
         with torch.no_grad():
@@ -145,6 +150,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
                 m._loss(batches[i % 2])
                 record, m._batch = m._batch, None
                 m.slow_step(record, m.config.target_activity)
+                calibration.append(m.last_stats["activity"])
     parts: dict[str, list[float]] = {"forward_s": [], "backward_s": [], "optimizer_s": [], "slow_s": []}
     activity = []
     for r in range(repeats + 1):
@@ -158,7 +164,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
             t0 = time.perf_counter()
             if model == "rsgn":  # the per-step rules only; the structure step is timed apart
                 record, m._batch = m._batch, None
-                m.slow_step(record, m.target_at(r))
+                m.slow_step(record, m.config.target_activity)  # the target after the schedule
             else:
                 for cb in hooks:
                     cb.on_step_end(m, r, batch, loss.detach())
@@ -187,7 +193,51 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
         rec["activity"] = sum(a[0] for a in activity) / len(activity)
         rec["activity_post_cap"] = sum(a[1] for a in activity) / len(activity)
         rec["edges_per_sample"] = sum(a[2] for a in activity) / len(activity)
+        rec["calibration_activity"] = calibration  # the measured activity after each calibration pass
+        rec["calibrate_steps"] = calibrate_steps if model == "rsgn" else 0
+        rec["temperature"] = float(m.temperature if model == "rsgn" else m.config.temperature)
     return rec
 
 
-__all__ = ["graph_build_speed", "ignition_speed", "training_step_cost"]
+def cost_scaling(sizes: list[list[int]], models: tuple[str, ...] | list[str] = ("rsgn", "rsgn_parity", "mamba"), *,
+                 max_nodes: dict[str, int] | None = None, configs: dict[str, dict[str, Any]] | None = None,
+                 **kwargs: Any) -> list[dict[str, Any]]:
+    """``training_step_cost`` of every model at every ``[n_nodes, seq_len]`` of ``sizes`` (grown
+    together), smallest first; ``max_nodes[model]`` skips a model above that node count (the
+    author's dense model is ``O(N^2)`` in time and memory), ``configs[model]`` overrides its config,
+    ``kwargs`` go to every call (``batch_size``, ``repeats``, ``calibrate_steps``, ...). Returns the
+    records in the order run."""
+    if not sizes or any(len(s) != 2 for s in sizes):
+        raise ValueError(f"sizes: expected a non-empty list of [n_nodes, seq_len] pairs, got {sizes!r}")
+    rows = []
+    for n_nodes, seq_len in sorted(sizes):
+        for model in models:
+            if n_nodes > (max_nodes or {}).get(model, n_nodes):
+                continue
+            rows.append(training_step_cost(model, int(n_nodes), int(seq_len), **kwargs, **(configs or {}).get(model, {})))
+    return rows
+
+
+def segment_slopes(xs: list[float], ys: list[float]) -> tuple[list[float], float]:
+    """Log-log slopes of ``ys`` against ``xs`` (sorted by x): one per segment between consecutive
+    points, and the least-squares slope over all points (NaN with fewer than two points)."""
+    if len(xs) != len(ys):
+        raise ValueError(f"ys: expected {len(xs)} values like xs, got {len(ys)}")
+    pts = sorted(zip(xs, ys))
+    lx = [math.log(x) for x, _ in pts]
+    ly = [math.log(y) for _, y in pts]
+    seg = [(ly[i + 1] - ly[i]) / (lx[i + 1] - lx[i]) for i in range(len(pts) - 1)]
+    if len(pts) < 2:
+        return seg, math.nan
+    mx, my = sum(lx) / len(lx), sum(ly) / len(ly)
+    overall = sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+    return seg, overall
+
+
+def graph_builds(sizes: list[int], **kwargs: Any) -> list[dict[str, Any]]:
+    """``graph_build_speed`` at every node count of ``sizes`` (``kwargs`` to each call)."""
+    return [graph_build_speed(int(n), **kwargs) for n in sizes]
+
+
+__all__ = ["cost_scaling", "graph_build_speed", "graph_builds", "ignition_speed", "segment_slopes",
+           "training_step_cost"]

@@ -1,19 +1,13 @@
 """``speed``: speed and scaling, measured against the reference each fast path replaces
 (reports/speed.md). Timings depend on the machine; each record names it (``stats.machine``), and
-``benchmarks/vn_inference.py`` / ``benchmarks/rsgn_scaling.py`` print the same tables directly."""
+``benchmarks/vn_inference.py`` prints the same table directly. RSGN's cost is measured by the ``rsgn`` spec."""
 from __future__ import annotations
 
-from .._report import Custom, Figure, ReportContext, Text, fmt
+from .._report import Custom, ReportContext, Text, fmt
 from .._spec import Measure, Spec, register_spec
 
 VN_INFERENCE = Measure("vn_inference", "vn_inference", {"sizes": [[1024, 256, 128], [4096, 512, 256]], "lam": 0.1},
                        scales={"smoke": {"sizes": [[64, 16, 8]]}}, title="VN inference")
-RSGN_SCALING = Measure(
-    "rsgn_scaling", "rsgn_scaling",
-    {"nodes": [256, 1024, 4096, 16384, 65536], "tokens": [128, 256, 512, 1024, 2048, 4096], "dense_max": 4096,
-     "batch": 2, "threads": 1},
-    scales={"smoke": {"nodes": [64, 128], "tokens": [16, 32], "dense_max": 128, "token_nodes": 64, "repeats": 1}},
-    title="RSGN scaling")
 PARITY_SPEED = Measure("rsgn_parity_speed", "rsgn_parity_speed", {"batches": 4, "repeats": 10, "threads": 1},
                        scales={"smoke": {"batches": 1, "repeats": 1}}, title="rsgn_parity message op")
 
@@ -52,34 +46,6 @@ def vn_inference_section(ctx: ReportContext) -> list[str]:
     return lines + [""] + verdicts + [""]
 
 
-def rsgn_scaling_section(ctx: ReportContext) -> list[str]:
-    from ...bench.speed import scaling_slopes
-
-    e = ctx.measure("rsgn_scaling")
-    if e is None:
-        return ["No records yet (`hebbnets reproduce speed`).", ""]
-    p = e["params"]
-    lines = [f"Machine: {_machine(e)}; {p.get('threads', 1)} thread; k = 16, S = 5, d_h = 64, batch {p.get('batch')}. "
-             "The forward pass is O(n·k); the exact kNN graph build is O(N²) (block-wise, so memory stays O(block·N)) and "
-             "runs on the slow timescale only (once per epoch by default), so its time is listed apart.", "",
-             "| nodes | sparse ms | dense ms | dense / sparse | active fraction | edges / sample | kNN graph build s |",
-             "|---|---|---|---|---|---|---|"]
-    for r in (r for r in e["rows"] if r["table"] == "nodes"):
-        d, sp = r["dense_s"], r["sparse_s"]
-        dense = "not run" if d is None else f"{1e3 * d:.1f}"
-        ratio = "—" if d is None else f"{d / sp:.1f}x"
-        lines.append(f"| {r['n_nodes']:,} | {1e3 * sp:.1f} | {dense} | {ratio} | {r['active_fraction']:.3f} | "
-                     f"{r['edges_per_sample']:,.0f} | {r['knn_build_s']:.2f} |")
-    toks = [r for r in e["rows"] if r["table"] == "tokens"]
-    lines += ["", f"| tokens (RSGN at {toks[0]['token_nodes']:,} nodes) | sparse RSGN ms | Transformer ms |", "|---|---|---|"]
-    lines += [f"| {r['seq_len']:,} | {1e3 * r['rsgn_s']:.1f} | {1e3 * r['transformer_s']:.1f} |" for r in toks]
-    s = scaling_slopes(e["rows"])
-    lines += ["", f"Log-log slope in nodes: sparse {s['sparse_nodes']:.2f}, dense {s['dense_nodes']:.2f} (target <= 1.1 for "
-              f"sparse: {'holds' if s['sparse_nodes'] <= 1.1 else 'does not hold'}); in tokens: RSGN "
-              f"{s['rsgn_tokens']:.2f}, Transformer {s['transformer_tokens']:.2f}.", ""]
-    return lines
-
-
 def parity_section(ctx: ReportContext) -> list[str]:
     e = ctx.measure("rsgn_parity_speed")
     if e is None:
@@ -95,19 +61,12 @@ def parity_section(ctx: ReportContext) -> list[str]:
 
 SPEC = register_spec(Spec(
     "speed", "Speed and scaling, against the reference each fast path replaces",
-    measures=(VN_INFERENCE, RSGN_SCALING, PARITY_SPEED),
+    measures=(VN_INFERENCE, PARITY_SPEED),
     intro="Measured in one run each (`hebbnets reproduce speed`); every ratio is against a reference timed in the same run.",
     sections=(
         Text("## VN inference: batched Gram-form FISTA"),
         Custom(vn_inference_section),
-        Text("## RSGN: forward time per sample"),
-        Custom(rsgn_scaling_section),
-        Figure("scaling", "scaling", "RSGN forward time per sample, log-log, with least-squares slopes", {"panels": (
-            {"measure": "rsgn_scaling", "table": "nodes", "x": "n_nodes", "xlabel": "nodes",
-             "series": {"sparse RSGN": "sparse_s", "dense reference": "dense_s"}, "title": "against the node count"},
-            {"measure": "rsgn_scaling", "table": "tokens", "x": "seq_len", "xlabel": "tokens",
-             "series": {"sparse RSGN": "rsgn_s", "Transformer": "transformer_s"}, "title": "against the sequence length"},
-        )}),
+        Text("## RSGN: cost of a training step\n\nThe sparse RSGN's cost is measured in `reports/rsgn.md` (section 6): a full training step (forward, backward, slow rules, amortised structure step and graph rebuild) against the author's dense model and Mamba with N and T grown together, the exact graph build against brute force, and one step at 1,048,576 nodes (`hebbnets reproduce rsgn --benches cost,graph_build,million`; `benchmarks/rsgn_scaling.py` prints the same)."),
         Text("## rsgn_parity: the author's message op"),
         Custom(parity_section),
     ),
