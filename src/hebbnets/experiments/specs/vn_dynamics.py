@@ -197,6 +197,10 @@ def _composition_claim(metric: str, factor: float = 2.0) -> Claim:
                  f"error is at least {factor:g}x the best learned model's", check)
 
 
+def _span(lo: float, hi: float) -> str:
+    return fmt(lo) if fmt(lo) == fmt(hi) else f"{fmt(lo)}–{fmt(hi)}"
+
+
 def headline_note(ctx: ReportContext) -> list[str]:
     nxt, roll = _trivial_ratios(ctx, "mse"), _trivial_ratios(ctx, "rollout_mse")
     if not nxt or not roll:
@@ -204,8 +208,8 @@ def headline_note(ctx: ReportContext) -> list[str]:
     ood = [s for s in nxt if s != "id"]
     lo_n, hi_n = min(nxt[s] for s in ood), max(nxt[s] for s in ood)
     lo_r, hi_r = min(roll[s] for s in ood), max(roll[s] for s in ood)
-    margins = (f"On the OOD splits the best trivial baseline's error is {fmt(lo_n)}–{fmt(hi_n)}x the best learned "
-               f"model's on the next step and {fmt(lo_r)}–{fmt(hi_r)}x on the 5-step rollout")
+    margins = (f"On the OOD splits the best trivial baseline's error is {_span(lo_n, hi_n)}x the best learned "
+               f"model's on the next step and {_span(lo_r, hi_r)}x on the 5-step rollout")
     if lo_n >= lo_r:
         why = (": the next step separates composition from extrapolation more clearly. Fed back its own predictions "
                "for 1.5 time units, every model drifts from the chaotic true trajectory, so the rollout adds how stably "
