@@ -113,3 +113,14 @@ def test_a_protocol_check_runs_when_the_plan_is_checked(monkeypatch):
     with pytest.raises(ValueError, match=r"^models: 'mlp' \(mlp\) cannot run on task 'spatial2d'.*no stages"):
         plan_bench(None, bench, "quick")
     assert calls == []
+
+
+def test_history_records_the_epochs_of_backprop_and_vn_fits_alike():
+    """Equal budgets are checkable from the records: the ``history`` statistic holds the epochs
+    run and the best validation epoch of a gradient model and of a VN (its own epoch loop)."""
+    bench = Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=3, patience=3),
+                                     variant("vn", atoms=(6,), hidden=(), epochs=3, patience=3, max_iter=10)),
+                  params=TINY, seeds=(0,))
+    for entry in _run(bench):
+        hist = entry["stats"]["history"]
+        assert 1 <= hist["epochs_run"] <= 3 and 0 <= hist["best_val_epoch"] < hist["epochs_run"], entry["model"]

@@ -83,3 +83,30 @@ def test_a_plan_is_checked_whole_before_the_first_fit(capsys, tmp_path, monkeypa
     err = capsys.readouterr().err
     assert "'centroid'" in err and "classifier" in err and "bench 'bad'" in err
     assert not (tmp_path / "records").exists()
+
+
+def test_a_variant_tuned_by_its_label_runs_with_its_own_choice(tmp_path, monkeypatch):
+    """``tuning`` keyed by a variant label: that variant gets its own search, its choice is kept
+    under the label (naming its model) and its fits start from it, not from the model's choice."""
+    from hebbnets.experiments import Grid, variant
+
+    monkeypatch.setattr(_spec, "_SPECS", dict(_spec._SPECS))  # registered for this test only
+    base = dict(hidden=(4,), epochs=1, batch_size=16)
+    register_spec(Spec("label_tune_test", "t", benches=(Bench(
+        "b", "toy_atoms", ("mlp", variant("mlp-wide", "mlp", hidden=(12,))),
+        tuning={"mlp": Grid({"lr": [1e-3, 2e-3]}, base=base),
+                "mlp-wide": Grid({"lr": [5e-2, 6e-2]}, base={**base, "hidden": (12,)})},
+        scales={"smoke": Scale(params={"n_train": 40, "n_test": 10})}),)))
+    with pytest.raises(ValueError, match="not among the models"):
+        Bench("b", "toy_atoms", ("mlp",), tuning={"mlp-wide": Grid({"lr": [1e-3]})})
+    reproduce("label_tune_test", ["tune", "run"], scale="smoke", out=tmp_path, log=None)
+    doc = json.loads((tmp_path / "configs" / "smoke" / "toy_atoms.json").read_text())["models"]
+    assert doc["mlp-wide"]["model"] == "mlp" and "model" not in doc["mlp"]
+    assert doc["mlp-wide"]["config"]["hidden"] == [12] and len(doc["mlp-wide"]["points"]) == 2
+    entries = RecordStore(tmp_path / "records" / "label_tune_test.jsonl").entries()
+    fits = {e["slots"][0]["label"]: e for e in entries if e["protocol"] == "fit"}
+    assert fits["mlp-wide"]["config"]["lr"] == doc["mlp-wide"]["config"]["lr"] in (5e-2, 6e-2)
+    assert fits["mlp"]["config"]["lr"] == doc["mlp"]["config"]["lr"] in (1e-3, 2e-3)
+    assert fits["mlp-wide"]["config"]["hidden"] == [12] and fits["mlp"]["config"]["hidden"] == [4]
+    tuned = {e["slots"][0]["label"] for e in entries if e["protocol"] == "tune"}
+    assert tuned == {"mlp", "mlp-wide"}

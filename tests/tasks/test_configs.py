@@ -25,7 +25,8 @@ def test_tasks_start_from_their_committed_configs_file(task, mode):
     doc = _configs.load(stem)
     for model, d in doc["models"].items():
         assert d["source"] and len(d["commit"]) == 40  # where the choice came from
-        hn.models.make(model, task=t)  # every chosen config is a valid config of its model
+        # every chosen config is a valid config of its model (a variant tuned on its own names it)
+        hn.models.make(d.get("model", model), **d["config"])
         if d["points"]:  # the chosen value is the best validation point behind it
             assert d["value"] == min(p["value"] for p in d["points"])
 

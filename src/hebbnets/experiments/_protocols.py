@@ -215,11 +215,14 @@ def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
 # -- built-in statistics ------------------------------------------------------------------------
 @register_statistic("history")
 def _history(ctx: FitContext) -> dict[str, Any] | None:
-    """Epochs run and the best validation epoch of models trained by ``hebbnets.training``."""
+    """Epochs run and the best validation epoch of models trained by ``hebbnets.training``
+    (per-epoch ``"train"`` losses) or by the VN family's loop (``hebbnets.vn._fit``: per-epoch
+    ``"energy"``), so every model's training length is on record (equal budgets)."""
     hist = getattr(ctx.model, "train_history", None)
-    if not hist or not hist.get("train"):
+    per_epoch = (hist or {}).get("train") or (hist or {}).get("energy")
+    if not per_epoch:
         return None
-    out: dict[str, Any] = {"epochs_run": len(hist["train"])}
+    out: dict[str, Any] = {"epochs_run": len(per_epoch)}
     if hist.get("val"):
         out["best_val_epoch"] = min(range(len(hist["val"])), key=lambda i: hist["val"][i])
     return out

@@ -70,11 +70,13 @@ def store_for(spec: Spec, out: Path) -> RecordStore:
 
 
 # -- tune -------------------------------------------------------------------------------------------
-def _tune_job(spec: Spec, bench: Bench, scale: str, task: Any, model: str, point_config: dict[str, Any],
+def _tune_job(spec: Spec, bench: Bench, scale: str, task: Any, key_name: str, point_config: dict[str, Any],
               index: int, data_seed: int, res: Any) -> Job:
+    """One validation point of the search ``bench.tuning[key_name]`` (a model name or a label)."""
     from .. import models as _models
     import dataclasses
 
+    model = bench.tuned_model(key_name)
     cfg = resolve_config(model, {}, point_config, {k: dict(v) for k, v in res.config.items()})
     full = jsonable(dataclasses.asdict(_models.make(model, seed=0, **cfg).config))
     options = {"val_fraction": VAL_FRACTION}
@@ -82,9 +84,9 @@ def _tune_job(spec: Spec, bench: Bench, scale: str, task: Any, model: str, point
     payload = {"kind": "fit", "task": bench.task, "params": jsonable(dict(res.params)), "data_seed": data_seed,
                "task_scale": res.task_scale, "model": model, "config": full, "seed": 0, "protocol": "tune",
                "options": options}
-    slot = {"spec": spec.name, "bench": bench.name, "label": model, "scale": scale, "seed": 0, "stage": "tune",
+    slot = {"spec": spec.name, "bench": bench.name, "label": key_name, "scale": scale, "seed": 0, "stage": "tune",
             "point": index}
-    return Job(key, "fit", slot, payload, f"tune {bench.name}/{model} point {index + 1}")
+    return Job(key, "fit", slot, payload, f"tune {bench.name}/{key_name} point {index + 1}")
 
 
 def _value(entry: dict[str, Any]) -> float:
@@ -148,7 +150,8 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
     doc_models = {}
     for m, st in state.items():
         chosen = {k: v for k, v in st["best"]["config"].items() if k != "progress"}
-        doc_models[m] = {"config": chosen, "value": st["best"]["value"],
+        own = {"model": bench.tuned_model(m)} if bench.tuned_model(m) != m else {}  # a variant tuned on its own
+        doc_models[m] = {**own, "config": chosen, "value": st["best"]["value"],
                          "search": "grid" if isinstance(st["search"], Grid) else "moves",
                          "points": [{k: v for k, v in p.items() if k != "key"} for p in st["points"]], **where}
     doc = {"task": bench.task, "params": jsonable({k: v for k, v in bench.params.items() if k == "mode"}),

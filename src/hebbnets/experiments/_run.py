@@ -133,7 +133,7 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
             if v.model not in _models.names():
                 raise ValueError(f"models: unknown model {v.model!r} in bench {bench.name!r}; "
                                  f"expected names from {_models.names()}")
-            base = (chosen if chosen is not None else inst.model_configs).get(v.model, {})
+            base = (chosen if chosen is not None else inst.model_configs).get(bench.tuned_config_key(v), {})
             cfg = resolve_config(v.model, dict(base), dict(v.config), {k: dict(x) for k, x in res.config.items()})
             try:
                 model = _models.make(v.model, seed=seed, **cfg)

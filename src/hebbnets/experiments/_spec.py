@@ -184,8 +184,12 @@ class Bench:
             ``data_seed`` fixes it (e.g. the RSGN author's data, which has one draw).
         protocol: a registered protocol (``register_protocol``); ``options`` are passed to it
             and are part of every record's key.
-        tuning: ``{model name: Grid | Moves}``, validation points on data carved from the
-            training split (``stage tune``); every tuned model gets the same number of points.
+        tuning: ``{model name | variant label: Grid | Moves}``, validation points on data carved
+            from the training split (``stage tune``); every tuned model gets the same number of
+            points. A model name tunes every variant of that model; a variant label (whose label
+            differs from its model, e.g. a stacked architecture beside the single layer) tunes
+            that variant on its own: its choice is kept under the label in the configs file and
+            it starts from it (``tuned_config_key``).
         scales: ``{"smoke" | "quick" | "paper": Scale}`` overrides (defaults: ``DEFAULT_SCALES``).
         configs: the task configs file these models start from and ``tune`` writes (default
             ``TASK`` or ``TASK-MODE`` when ``params`` has a ``mode``).
@@ -224,8 +228,8 @@ class Bench:
         for model, search in dict(self.tuning).items():
             if not isinstance(search, (Grid, Moves)):
                 raise ValueError(f"tuning: {model!r} needs a Grid or Moves, got {type(search).__name__}")
-            if model not in {v.model for v in variants}:
-                raise ValueError(f"tuning: model {model!r} is not among the models of bench {self.name!r}")
+            if model not in {v.model for v in variants} | {v.label for v in variants}:
+                raise ValueError(f"tuning: model {model!r} is not among the models (or labels) of bench {self.name!r}")
         counts = {m: s.n_points for m, s in dict(self.tuning).items()}
         if len(set(counts.values())) > 1:
             raise ValueError(f"tuning: bench {self.name!r} gives models unequal numbers of validation points "
@@ -254,6 +258,18 @@ class Bench:
             if v.label == label:
                 return v
         raise ValueError(f"label: bench {self.name!r} has no model labelled {label!r}")
+
+    def tuned_model(self, key: str) -> str:
+        """The registered model a ``tuning`` key trains (a variant label names its variant's model)."""
+        for v in self.variants:
+            if v.label == key:
+                return v.model
+        return key
+
+    def tuned_config_key(self, v: Variant) -> str:
+        """Where variant ``v``'s chosen configuration lives in the configs file: under its label
+        when the bench tunes that label on its own, else under its model's name."""
+        return v.label if v.label != v.model and v.label in self.tuning else v.model
 
     def at(self, scale: str) -> Resolved:
         """The bench's parameters, seeds and config overrides at ``scale``."""

@@ -13,6 +13,9 @@ File layout::
      "models": {"vn": {"config": {...}, "value": 0.0037, "search": "grid" | "moves",
                        "points": [{"config": {...}, "value": 0.0046, ...}, ...],
                        "source": "how the choice was made", "commit": "...", "dirty": false, ...}, ...}}
+
+A key that is a bench's variant label tuned on its own (``Bench.tuning``) rather than a model
+name carries ``"model"``, the registered model it configures.
 """
 from __future__ import annotations
 

@@ -1,0 +1,68 @@
+"""The vn_dynamics report's computed sections, on hand-made records: which models count as
+baselines, trivial baselines and references, and when each claim holds."""
+import pytest
+
+from hebbnets.experiments import ReportContext
+from hebbnets.experiments.specs import vn_dynamics as vd
+
+
+def _fit(label, seed, values):
+    """``values``: {(split, metric): value}."""
+    return {"key": f"{label}{seed}", "kind": "fit", "model": label, "seed": seed, "config": {}, "task": "nbody",
+            "slots": [{"spec": "vn_dynamics", "bench": "nbody", "label": label, "scale": "quick", "seed": seed}],
+            "rows": [{"split": s, "metric": m, "value": v} for (s, m), v in values.items()],
+            "stats": {"num_parameters": 1}}
+
+
+def _ctx(table):
+    """``table``: {label: {split: (next-step mse, rollout mse)}}, two seeds with the same values."""
+    entries = [_fit(lab, seed, {(s, m): v for s, pair in splits.items() for m, v in zip(("mse", "rollout_mse"), pair)})
+               for lab, splits in table.items() for seed in (0, 1)]
+    return ReportContext(vd.SPEC, "quick", entries, out=".")
+
+
+TABLE = {
+    "no_change": {"id": (1.0, 0.3), "ood_forces": (1.0, 0.3)},  # a reference: never a baseline or "learned"
+    "window_linear": {"id": (0.3, 0.12), "ood_forces": (0.4, 0.15)},
+    "system_ridge": {"id": (0.4, 0.18), "ood_forces": (0.6, 0.20)},
+    "vn_applied_set": {"id": (0.05, 0.08), "ood_forces": (0.19, 0.17)},
+    "set_mlp": {"id": (0.03, 0.03), "ood_forces": (0.39, 0.15)},
+    "gnn": {"id": (0.07, 0.06), "ood_forces": (0.17, 0.11)},
+}
+
+
+def test_trivial_baselines_are_compared_with_the_best_learned_model_per_metric():
+    ctx = _ctx(TABLE)
+    nxt, roll = vd._trivial_ratios(ctx, "mse"), vd._trivial_ratios(ctx, "rollout_mse")
+    assert nxt == pytest.approx({"id": 0.3 / 0.03, "ood_forces": 0.4 / 0.17})
+    assert roll == pytest.approx({"id": 0.12 / 0.03, "ood_forces": 0.15 / 0.11})
+    assert vd._composition_claim("mse").check(ctx)[0] is True  # >= 2x on every split
+    assert vd._composition_claim("rollout_mse").check(ctx)[0] is False  # 1.36x on ood_forces
+    note = "".join(vd.headline_note(ctx))
+    assert "2.35x the best learned model's on the next step and 1.36x on the 5-step rollout: the next step" in note
+    table = "\n".join(vd.trivial_check(ctx))
+    assert "| ood_forces | 1 | 0.4 | 0.6 | gnn 0.17 | 2.35 |" in table
+
+
+def test_the_paper_claim_counts_trivial_baselines_but_not_the_reference():
+    ctx = _ctx(TABLE)
+    verdict, evidence = vd.paper_claim("nbody").check(ctx)
+    # vn_applied_set: id 0.05 / 0.03 (set_mlp), ood_forces 0.19 / 0.17 (gnn): neither parity nor 0.2x
+    assert verdict is False and "id 1.67, ood_forces 1.12 (better on no split)" in evidence
+    better = {**TABLE, "vn_applied_set": {"id": (0.035, 0.03), "ood_forces": (0.03, 0.05)}}
+    verdict, evidence = vd.paper_claim("nbody").check(_ctx(better))
+    assert verdict is True and evidence.startswith("Under vn_applied_set")
+    one_split = {**TABLE, "vn_applied_set": {"id": (0.06, 0.08), "ood_forces": (0.1, 0.1)}}
+    _, evidence = vd.paper_claim("nbody").check(_ctx(one_split))
+    assert "better than every baseline on ood_forces only" in evidence
+    # without the trivial baselines, the no-change reference alone is no baseline
+    alone = {k: v for k, v in TABLE.items() if k in ("no_change", "vn_applied_set")}
+    assert vd.paper_claim("nbody").check(_ctx(alone))[0] is None
+
+
+def test_vn_applied_set_against_set_mlp_on_the_ood_splits_only():
+    ctx = _ctx(TABLE)
+    verdict, evidence = vd._set_claim(ctx)
+    assert verdict is True and "ood_forces 0.19 vs 0.39" in evidence  # worse ID does not decide it
+    worse = {**TABLE, "set_mlp": {"id": (0.03, 0.03), "ood_forces": (0.18, 0.15)}}
+    assert vd._set_claim(_ctx(worse))[0] is False
