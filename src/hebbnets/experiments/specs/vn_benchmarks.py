@@ -1,7 +1,8 @@
 """``vn_benchmarks``: the Vector Network paper's benchmarks (reports/vn_benchmarks.md).
 
 The paper's claim: VN matches the baselines in distribution and reaches an OOD error about 10x
-lower. Four task families (``functions1d``, ``spatial2d``, ``nbody``, ``mnist_comp``), every model
+lower. Three task families (``functions1d``, ``spatial2d``, ``mnist_comp`` reconstruct; nbody and mnist_comp
+transform are in the ``vn_dynamics`` spec), every model
 at the configuration chosen on validation data carved from the task's training split (the
 task's configs file; ``--stage tune`` reruns the grids below and writes it), test error on
 held-out ID and OOD splits, 3 seeds (data and models re-seeded). Background: ``docs/vn.md``.
@@ -91,25 +92,6 @@ SPATIAL_CAPACITY = Bench(
     models=(variant("vn-784-atoms", "vn", atoms=(784,)),), scales={"smoke": _S_SMOKE},
     title="Diagnostic: VN with one atom per pixel (not a benchmark row)")
 
-# -- nbody ------------------------------------------------------------------------------------
-_BODY = dict(epochs=200, patience=20, batch_size=64)
-NBODY = Bench(
-    "nbody", "nbody", seeds=SEEDS,
-    models=(
-        "vn",
-        "gnn",
-        "transformer",
-        "mlp",
-    ),
-    tuning={
-        "vn": Grid({"atoms": [(512,), (1024,)], "lam": [0.0009, 0.003, 0.01]}, base=dict(epochs=5, batch_size=64)),
-        "gnn": Grid({"hidden": [64, 128], "lr": [3e-4, 1e-3, 3e-3]}, base=_BODY),
-        "transformer": Grid({"d_model": [32, 64], "lr": [3e-4, 1e-3, 3e-3]},
-                            base=dict(d_ff=128, positions="none", missing="padding", **_BODY)),
-        "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [1e-4, 3e-4, 1e-3]}, base=_BODY),
-    },
-    scales={"smoke": Scale(params={"n_train": 48, "n_test": 12}, config=_SMOKE_CONFIG)}, title="nbody")
-
 # -- mnist_comp -------------------------------------------------------------------------------
 _MN = dict(epochs=40, patience=5, batch_size=64)
 
@@ -136,10 +118,8 @@ def _mnist(mode: str, vn_base: dict[str, Any]) -> Bench:
 
 
 MNIST_RECONSTRUCT = _mnist("reconstruct", dict(epochs=5, batch_size=64, output="reconstruction", nonneg=True))
-MNIST_TRANSFORM = _mnist("transform", dict(epochs=5, batch_size=64))
 
-RESULT_BENCHES = (FUNCTIONS_MASKED, FUNCTIONS_RECONSTRUCT, SPATIAL_DECODE, SPATIAL_RECONSTRUCT, NBODY, MNIST_RECONSTRUCT,
-                  MNIST_TRANSFORM)
+RESULT_BENCHES = (FUNCTIONS_MASKED, FUNCTIONS_RECONSTRUCT, SPATIAL_DECODE, SPATIAL_RECONSTRUCT, MNIST_RECONSTRUCT)
 REFERENCES = ("gap_interp", "zeros")
 
 
@@ -338,7 +318,7 @@ def _bench_sections(bench: Bench, **table: Any) -> tuple[Any, ...]:
 
 
 SPEC = register_spec(Spec(
-    "vn_benchmarks", "VN benchmarks: functions1d, spatial2d, nbody, mnist_comp",
+    "vn_benchmarks", "VN benchmarks: functions1d, spatial2d, mnist_comp reconstruct",
     benches=(*RESULT_BENCHES, FUNCTIONS_ROUND1, SPATIAL_CAPACITY),
     intro=("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (data and models re-seeded), at "
            "the configuration chosen on validation data carved from the seed-0 training split (section \"Configurations\"; "
@@ -358,7 +338,7 @@ SPEC = register_spec(Spec(
         Figure("id_vs_ood", "id_vs_ood", "ID vs OOD test error of every model, mean ± sample std over seeds",
                {"benches": tuple(b.name for b in RESULT_BENCHES)}),
         Figure("atoms", "atoms", "VN's most used first-layer atoms on the image tasks (first seed)",
-               {"benches": ("spatial2d_reconstruct", "spatial2d_decode", "mnist_reconstruct", "mnist_transform")}),
+               {"benches": ("spatial2d_reconstruct", "spatial2d_decode", "mnist_reconstruct")}),
         Text("""## Is functions1d `ood_pairs` compositional?
 
 A dense model should degrade on unseen pairs clearly more than a model-free reference (linear interpolation across the masked gap, `gap_interp`), whose OOD/ID ratio measures only how much harder the OOD signals are intrinsically. Masked mode, seeds 0-2, test splits (a check of the benchmark; nothing is chosen with it)."""),
