@@ -94,6 +94,32 @@ def test_error_map_and_atoms_statistics():
     assert atoms["usage"] == sorted(atoms["usage"], reverse=True)
 
 
+def test_matrix_family_statistics_code_size_pair_choice_and_atoms():
+    rec = dict(TINY, mode="reconstruct")
+    shared, private, vn = _run(Bench("b", "spatial2d", (
+        variant("vn_matrix", atoms_u=4, atoms_s=3, epochs=1, max_iter=30, nonneg=True),
+        variant("ctl", "vn_matrix", atoms_u=4, atoms_s=3, factors="private", topk=2, epochs=1, max_iter=30),
+        variant("vn", atoms=(5,), epochs=1, max_iter=20, output="reconstruction")), params=rec, seeds=(0,),
+        options={"statistics": ["atoms"]}))
+    task = hn.tasks.make("spatial2d", seed=0, **rec)
+    for entry in (shared, private, vn):
+        model = hn.models.make(entry["model"], seed=0, **entry["config"]).fit(task.train)  # the same fit again
+        for split, value in entry["stats"]["code_size"].items():
+            expect = float(model.active_count(task.tests[split].x).float().mean())
+            assert value == pytest.approx(expect, rel=1e-3), (entry["model"], split)
+    assert max(private["stats"]["code_size"].values()) <= 2  # top-k bounds the control's code
+    atoms = shared["stats"]["atoms"]
+    assert atoms["side"] == "u_a s_b^T" and atoms["shape"] == [12, 8, 8]  # 4 x 3 pairs, fewer than 16
+    assert atoms["usage"] == sorted(atoms["usage"], reverse=True)
+    assert atoms["factors"]["U"]["shape"] == [1, 8, 4] and atoms["factors"]["S"]["shape"] == [1, 8, 3]
+    assert private["stats"]["atoms"]["side"].startswith("u_k s_k^T") and "pair_choice" not in shared["stats"]
+    [pairs] = _run(Bench("b", "spatial2d", (variant("vn_pairs", atoms_a=8, atoms_b=8, epochs=2, max_iter=50),),
+                         params=dict(TINY, mode="decode"), seeds=(0,), options={"statistics": ["atoms"]}))
+    for split, fractions in pairs["stats"]["pair_choice"].items():
+        assert sum(fractions.values()) == pytest.approx(1.0, abs=1e-3), split
+    assert pairs["stats"]["atoms"]["side"] == "u_a v_b^T" and pairs["stats"]["history"]["epochs_run"] >= 1
+
+
 def test_a_protocol_check_runs_when_the_plan_is_checked(monkeypatch):
     monkeypatch.setattr(_protocols.PROTOCOLS, "items", dict(_protocols.PROTOCOLS.items))
     calls = []

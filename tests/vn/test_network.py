@@ -180,10 +180,29 @@ def test_reconstruction_output_mode():
         hn.models.make("vn", atoms=(12,), epochs=1, output="reconstruction", progress=False).fit(task.train)
 
 
+def test_test_lam_is_the_l1_weight_at_prediction_only():
+    x, y = _data(n=64, seed=3)
+    net = _net(x, y, atoms=(24,), lam=0.05, max_iter=300)
+    same = _net(x, y, atoms=(24,), lam=0.05, max_iter=300, test_lam=0.05)
+    torch.testing.assert_close(net.predict(x), same.predict(x), rtol=0, atol=0)  # None means lam
+    counts = net.active_count(x)
+    torch.testing.assert_close(counts, (net.infer(x).codes[0] != 0).sum(-1))
+    # a test-time weight above every correlation |S^T x| zeroes every code: exact zeros out
+    big = _net(x, y, atoms=(24,), lam=0.05, max_iter=300, test_lam=1e6)
+    assert bool((big.predict(x) == 0).all()) and int(big.active_count(x).sum()) == 0
+    # a smaller test-time weight keeps more atoms active; training's weight is back afterwards
+    small = _net(x, y, atoms=(24,), lam=0.05, max_iter=300, test_lam=0.005)
+    assert float(small.active_count(x).float().mean()) > float(counts.float().mean())
+    assert small._lams == (0.05,)
+    torch.testing.assert_close(small.infer(x).codes[0], net.infer(x).codes[0], rtol=0, atol=0)
+
+
 @pytest.mark.parametrize(
     "cfg, word",
     [
         (dict(atoms=()), "atoms"),
+        (dict(test_lam=-0.1), "test_lam"),
+        (dict(test_lam=(0.1, 0.1)), "test_lam"),
         (dict(atoms=(4, 4)), "hidden"),
         (dict(lam=-1.0), "lam"),
         (dict(beta=(1.0, 2.0)), "beta"),
@@ -226,3 +245,34 @@ def test_mask_pattern_groups_match_per_sample_gram(monkeypatch):
         # lam = 0.05: a residual of 1e-6 is 0.002 % of it (measured: 1e-8 at tol 1e-9)
         assert float(net.optimality_residual(inf)[0].max()) < 1e-6
     torch.testing.assert_close(grouped.total_energy, per_sample.total_energy, rtol=1e-8, atol=0)
+
+
+def test_per_sample_masks_operator_path_matches_per_sample_gram(monkeypatch):
+    """Mostly distinct mask patterns: the Hessian applied as an operator (``S^T (m * S g)``) and
+    the reference that forms one Gram matrix per sample solve the same problems: equal free
+    energy, near-zero KKT residuals from the un-expanded gradient, equal Lipschitz bounds."""
+    import hebbnets.vn.network as vn_network
+    from hebbnets.vn import largest_eigenvalue
+
+    x, y = _data(n=48, seed=10)
+    gen = torch.Generator().manual_seed(3)
+    x_mask = (torch.rand(x.shape, generator=gen, dtype=torch.float64) > 0.3).double()  # 48 distinct patterns
+    y_mask = (torch.rand(y.shape, generator=gen, dtype=torch.float64) > 0.2).double()
+    net = _net(x, y, atoms=(30,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-9)
+    assert vn_network.PER_SAMPLE_PRODUCT == "operator"
+    for ym in (y_mask, None):  # a masked and an unmasked output side
+        fast = net.infer(x, y, x_mask, ym)
+        monkeypatch.setattr(vn_network, "PER_SAMPLE_PRODUCT", "gram")
+        ref = net.infer(x, y, x_mask, ym)
+        monkeypatch.setattr(vn_network, "PER_SAMPLE_PRODUCT", "operator")
+        for inf in (fast, ref):
+            assert float(net.optimality_residual(inf)[0].max()) < 1e-6
+        torch.testing.assert_close(fast.total_energy, ref.total_energy, rtol=1e-8, atol=0)
+        G = net._gram(0, 1.0, 0.5, x_mask, ym)  # (B, K, K)
+        op = net._masked_hessian(0, 1.0, 0.5, x_mask, ym)
+        g = torch.randn(48, 30, generator=gen, dtype=torch.float64)
+        torch.testing.assert_close(op(g), torch.bmm(G, g.unsqueeze(-1)).squeeze(-1))
+        torch.testing.assert_close(largest_eigenvalue(op, like=g), largest_eigenvalue(G))
+    with pytest.raises(ValueError, match="like"):
+        largest_eigenvalue(op)
+

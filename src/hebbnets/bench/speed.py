@@ -7,6 +7,8 @@ tables directly.
 
 * ``vn_inference``: batched Gram-form FISTA against scikit-learn's ``sparse_encode(lasso_cd)``
   at equal objective, and the fraction of the machine's matmul rate its GEMMs reach.
+* ``vn_matrix_inference``: matrix-atom inference (factorised Gram product) against the vector
+  layer's explicit Kronecker Gram matrix on the same flattened problem, at equal objective.
 * ``rsgn_scaling``: the sparse RSGN forward pass against the dense reference formulation as the
   node count grows, and against a Transformer encoder as the sequence grows.
 * ``rsgn_parity_speed``: the author's einsum message op against the matmul ``rsgn_parity`` uses.
@@ -191,6 +193,18 @@ def format_vn_inference(rows: list[dict[str, Any]]) -> str:
                    f"target >= 60% of matmul rate: {'MET' if frac >= 0.6 else 'NOT MET'} ({100 * frac:.0f}%)")
         out.append("")
     return "\n".join(out).rstrip()
+
+
+@register_measurement("vn_matrix_inference")
+def vn_matrix_inference(batch: int = 256, m: int = 28, n: int = 28, atoms_u: int = 28, atoms_s: int = 28,
+                        lam: float = 0.05, repeats: int = 3) -> list[dict[str, Any]]:
+    """One row: matrix-atom inference with the factorised Gram product ``(U^T U) G (S^T S)``
+    against the flat vector layer with the explicit ``(Ku Ks)^2`` Kronecker Gram matrix, on the
+    same flattened LASSO at equal objective (``hebbnets.vn.matrix_inference_speed``)."""
+    from ..vn import matrix_inference_speed
+
+    return [matrix_inference_speed(batch=batch, m=m, n=n, atoms_u=atoms_u, atoms_s=atoms_s, lam=lam, repeats=repeats,
+                                   verbose=False)]
 
 
 # -- RSGN scaling ---------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
   error, with sample-std error bars over seeds, on log-log axes with the diagonal.
 * ``error_maps``: spatial2d per-centre error (``stats["error_map"]``, averaged over seeds), one
   panel per bench and model, the OOD square outlined.
-* ``atoms``: a VN's most used first-layer atoms as images (``stats["atoms"]``, first seed).
+* ``atoms``: a VN's most used atoms as images (``stats["atoms"]``, first seed), per bench and label.
+* ``factors``: the factor libraries ``U``, ``S`` of a matrix reading as images (first seed).
 * ``activity``: RSGN-style activity per model: fraction of nodes active and edges per sample.
 * ``scaling``: time per sample against size on log-log axes, with least-squares slopes.
 """
@@ -165,18 +166,22 @@ def _image_axis(ax: Any, used: bool) -> bool:
 
 
 @register_figure("atoms")
-def atoms(ctx: ReportContext, benches: tuple[str, ...], label: str = "vn") -> Any:
-    rows = []
-    for b in benches:
-        fits = [e for e in ctx.fits(b, label) if e["stats"].get("atoms")] if label in ctx.labels(b) else []
+def atoms(ctx: ReportContext, benches: tuple[str, ...] = (), label: str = "vn",
+          rows: tuple[tuple[str, str], ...] | None = None) -> Any:
+    """One row per (bench, label) with an ``atoms`` statistic (``rows``; default: ``label`` on every
+    bench of ``benches``): its most used atoms, first seed, each titled with its usage."""
+    wanted = rows if rows is not None else tuple((b, label) for b in benches)
+    found = []
+    for b, lab in wanted:
+        fits = [e for e in ctx.fits(b, lab) if e["stats"].get("atoms")] if lab in ctx.labels(b) else []
         if fits:
-            rows.append((b, fits[0]))
-    if not rows:
+            found.append((b, lab, fits[0]))
+    if not found:
         return None
     plt = _plt()
-    n = max(len(decode_images(e["stats"]["atoms"])) for _, e in rows)
-    fig, axes = plt.subplots(len(rows), n, figsize=(max(6.0, 1.1 * n), 1.35 * len(rows) + 0.8), squeeze=False)
-    for i, (b, e) in enumerate(rows):
+    n = max(len(decode_images(e["stats"]["atoms"])) for *_, e in found)
+    fig, axes = plt.subplots(len(found), n, figsize=(max(6.0, 1.1 * n), 1.35 * len(found) + 0.8), squeeze=False)
+    for i, (b, lab, e) in enumerate(found):
         blob = e["stats"]["atoms"]
         imgs = decode_images(blob).numpy()
         for j in range(n):
@@ -186,8 +191,41 @@ def atoms(ctx: ReportContext, benches: tuple[str, ...], label: str = "vn") -> An
             lim = np.abs(imgs[j]).max() or 1.0
             ax.imshow(imgs[j], cmap="RdBu_r", vmin=-lim, vmax=lim)
             ax.set_title(f"{blob['usage'][j]:.2f}", fontsize=6)
-        axes[i][0].set_ylabel(f"{b}\n({blob['side']}, seed {e['seed']})", fontsize=7)
-    fig.suptitle(f"{label}: most used first-layer atoms\n(above each: fraction of id test samples using it)", fontsize=9)
+        axes[i][0].set_ylabel(f"{b}\n{lab}\n({blob['side']}, seed {e['seed']})", fontsize=6)
+    who = label if rows is None else "each model"
+    fig.suptitle(f"{who}: most used atoms\n(above each: fraction of id test samples using it)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("factors")
+def factors(ctx: ReportContext, rows: tuple[tuple[str, str], ...]) -> Any:
+    """Matrix readings: the factor libraries ``U`` ``(m, Ku)`` and ``S`` ``(n, Ks)`` (the
+    ``atoms`` statistic's ``factors``, first seed) as images, one column per factor, ordered by
+    how often the factor is in an active pair on the id test split."""
+    found = []
+    for b, lab in rows:
+        fits = [e for e in ctx.fits(b, lab) if (e["stats"].get("atoms") or {}).get("factors")] \
+            if lab in ctx.labels(b) else []
+        if fits:
+            found.append((b, lab, fits[0]))
+    if not found:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(len(found), 2, figsize=(8.0, 2.6 * len(found) + 0.6), squeeze=False)
+    for i, (b, lab, e) in enumerate(found):
+        for j, key in enumerate(("U", "S")):
+            blob = e["stats"]["atoms"]["factors"][key]
+            img = decode_images(blob).numpy()[0]  # (rows of the image, factors)
+            ax = axes[i][j]
+            lim = np.abs(img).max() or 1.0
+            ax.imshow(img, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto", interpolation="nearest")
+            ax.set_xlabel(f"{key} columns by usage ({blob['used']} of {img.shape[1]} used)", fontsize=7)
+            ax.set_ylabel("pixel index", fontsize=7)
+            ax.tick_params(labelsize=6)
+            ax.set_title(f"{b}: {lab}, {key} (seed {e['seed']})", fontsize=8)
+    fig.suptitle("Factor libraries: each column one learned profile (a bump along one image axis is a reusable factor)",
+                 fontsize=9)
     fig.tight_layout()
     return fig
 

@@ -41,7 +41,7 @@ StatisticFn = Callable[["FitContext"], "dict[str, Any] | None"]
 PROTOCOLS: Registry[ProtocolFn] = Registry("protocol")
 STATISTICS: Registry[StatisticFn] = Registry("statistic")
 #: statistics every ``fit`` records when they apply (each returns None when it does not)
-DEFAULT_STATISTICS = ("history", "slow_rules")
+DEFAULT_STATISTICS = ("history", "slow_rules", "code_size", "pair_choice")
 
 
 def register_protocol(name: str) -> Callable[[ProtocolFn], ProtocolFn]:
@@ -261,6 +261,38 @@ def _error_map(ctx: FitContext) -> dict[str, Any] | None:
     return {"error": [[float(f"{v:.4g}") for v in row] for row in em["error"].tolist()], "split": em["split"].tolist()}
 
 
+def _test_inputs(ctx: FitContext, limit: int = 1024) -> dict[str, tuple[torch.Tensor, torch.Tensor | None]]:
+    """At most ``limit`` inputs (and masks) of every test split."""
+    return {name: (s.x[:limit], None if s.x_mask is None else s.x_mask[:limit]) for name, s in ctx.task.tests.items()}
+
+
+@register_statistic("code_size")
+def _code_size(ctx: FitContext) -> dict[str, Any] | None:
+    """Sparse-code models (``model.active_count``: ``vn``, ``vn_matrix``, ``vn_pairs``): the mean
+    number of non-zero code entries per sample at prediction, on every test split (at most
+    1,024 samples each). The size of what a reconstruction is carried by, beside a baseline's
+    latent width."""
+    count = getattr(ctx.model, "active_count", None)
+    if count is None:
+        return None
+    return {name: float(f"{float(count(x, m).float().mean()):.4g}") for name, (x, m) in _test_inputs(ctx).items()}
+
+
+@register_statistic("pair_choice")
+def _pair_choice(ctx: FitContext) -> dict[str, Any] | None:
+    """``vn_pairs``: on every test split, the fractions of samples whose code is the single
+    matching pair atom, two half-explaining atoms, or other (``hebbnets.vn.pair_atom_choice``)."""
+    if ctx.model.name != "vn_pairs":
+        return None
+    from ..vn import pair_atom_choice
+
+    out = {}
+    for name, (x, _) in _test_inputs(ctx).items():
+        c = pair_atom_choice(ctx.model, x)
+        out[name] = {k: float(f"{c[k]:.4g}") for k in ("single", "two_half", "other")}
+    return out
+
+
 def encode_images(images: torch.Tensor) -> dict[str, Any]:
     """``(K, H, W)`` floats -> compact JSON: each image min-max scaled to 8 bits, base64.
     ``decode_images`` inverts it (to 8-bit precision)."""
@@ -284,12 +316,26 @@ def decode_images(blob: dict[str, Any]) -> torch.Tensor:
 
 @register_statistic("atoms")
 def _atoms(ctx: FitContext) -> dict[str, Any] | None:
-    """Vector Networks on image tasks: the first layer's most used atoms as images (``S``
-    columns, the input side, when the input is an image; else ``U`` columns when the target
-    is), ordered by how often each atom is active on the ``id`` test split; at most 16."""
-    layers = getattr(ctx.model, "layers", None)
+    """Vector Networks on image tasks: the most used atoms as images, ordered by how often each
+    is active on the ``id`` test split (at most 16).
+
+    * ``vn``: first-layer code vectors (``S`` columns, the input side, when the input is an
+      image; else ``U`` columns when the target is);
+    * ``vn_matrix`` / ``vn_pairs``: the composed rank-1 atoms ``u_a s_b^T`` (``u_a v_b^T``;
+      private pairs: ``u_k s_k^T``), plus the factor libraries themselves (``"factors"``:
+      ``U`` ``(m, Ku)`` and ``S`` ``(n, Ks)``, columns in the order of their usage).
+    """
+    name = ctx.model.name
     spec = getattr(ctx.model, "spec", None)
-    if ctx.model.name != "vn" or not layers or spec is None:
+    if spec is None:
+        return None
+    split = ctx.task.tests["id"]
+    x = split.x[:512]
+    x_mask = None if split.x_mask is None else split.x_mask[:512]
+    if name in ("vn_matrix", "vn_pairs"):
+        return _pair_atoms(ctx.model, x, x_mask)
+    layers = getattr(ctx.model, "layers", None)
+    if name != "vn" or not layers:
         return None
     if len(spec.x_shape) == 2:
         side, shape, which = layers[0].S, spec.x_shape, "S"
@@ -297,14 +343,36 @@ def _atoms(ctx: FitContext) -> dict[str, Any] | None:
         side, shape, which = layers[0].U, spec.y_shape, "U"
     else:
         return None
-    split = ctx.task.tests["id"]
-    x = split.x[:512].flatten(1)
-    x_mask = None if split.x_mask is None else split.x_mask[:512].flatten(1)
-    inf = ctx.model.infer(x, x_mask=x_mask)
+    inf = ctx.model.infer(x.flatten(1), x_mask=None if x_mask is None else x_mask.flatten(1))
     usage = (inf.codes[0] != 0).float().mean(0)  # (K,) fraction of samples using each atom
     order = torch.argsort(usage, descending=True, stable=True)[:16]
     images = side.detach()[:, order].T.reshape(len(order), *shape)
     return {"side": which, "usage": [float(f"{v:.3g}") for v in usage[order].tolist()], **encode_images(images)}
+
+
+def _pair_atoms(model: Any, x: torch.Tensor, x_mask: torch.Tensor | None) -> dict[str, Any]:
+    """The ``atoms`` statistic of the matrix family (``_atoms``)."""
+    codes = model.codes(x, x_mask)  # (N, Ku, Ks) for shared / pair atoms, (N, K) for private pairs
+    layer = model.layer.out if model.name == "vn_pairs" else model.layer
+    U, S = layer.U.detach(), layer.S.detach()  # (m, Ku), (n, Ks)
+    usage = (codes != 0).float().mean(0)  # (Ku, Ks) or (K,)
+    flat = usage.flatten()
+    order = torch.argsort(flat, descending=True, stable=True)[:16]
+    if usage.ndim == 2:
+        a, b = order // usage.shape[1], order % usage.shape[1]
+        side = "u_a v_b^T" if model.name == "vn_pairs" else "u_a s_b^T"
+        u_use, s_use = usage.sum(1), usage.sum(0)  # (Ku,), (Ks,) how often each factor is in an active pair
+    else:
+        a = b = order
+        side = "u_k s_k^T (private pairs)"
+        u_use = s_use = usage
+    images = U[:, a].T[:, :, None] * S[:, b].T[:, None, :]  # (k, m, n)
+    factors = {}
+    for key, P, use in (("U", U, u_use), ("S", S, s_use)):
+        cols = torch.argsort(use, descending=True, stable=True)
+        factors[key] = {"used": int((use > 0).sum()), **encode_images(P[:, cols][None])}
+    return {"side": side, "usage": [float(f"{v:.3g}") for v in flat[order].tolist()], **encode_images(images),
+            "factors": factors}
 
 
 def finite_or_nan(value: Any) -> float:

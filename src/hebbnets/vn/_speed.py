@@ -18,8 +18,7 @@ call includes what an inference call does: correlations, Gram/Lipschitz, the loo
 """
 from __future__ import annotations
 
-import time
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -38,32 +37,6 @@ def _problem(batch: int, m: int, n: int, ku: int, ks: int, active: int, noise: f
     images = layer.compose(codes.reshape(batch, ku, ks))
     images = images + noise * torch.randn(images.shape, generator=gen, dtype=torch.float64)
     return layer, images
-
-
-def _best_time(fn: Callable[[], Any], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def _iterations_to_reach(energy_at: Callable[[int], torch.Tensor], target: torch.Tensor, rel_tol: float,
-                         max_iter: int) -> int | None:
-    """Smallest iteration count (doubling, then bisection) with every sample's energy within
-    ``rel_tol`` of ``target``; ``None`` if ``max_iter`` does not reach it."""
-    ok = lambda it: bool((energy_at(it) <= target * (1 + rel_tol)).all())  # noqa: E731
-    hi = 8
-    while not ok(hi):
-        hi *= 2
-        if hi > max_iter:
-            return None
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
 
 
 def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: int = 28, atoms_s: int = 28,
@@ -86,6 +59,8 @@ def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: 
         factorised seconds, and ``*_product_seconds`` / ``product_speedup``: one Hessian product
         alone (the rest of an iteration, the MFISTA loop's element-wise work, is common to both).
     """
+    from ..bench.speed import best_time, iterations_to_reach  # bench imports the model zoo: import late
+
     layer64, images64 = _problem(batch, m, n, atoms_u, atoms_s, active, noise, seed)
     # float64 optimum of the energy 1/2 ||I - U G S^T||^2 + lam ||G||_1 (the common target)
     best = layer64.infer(images64, lam=lam, nonneg=nonneg, max_iter=20000, tol=1e-12).codes
@@ -110,16 +85,16 @@ def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: 
                               "threads": torch.get_num_threads()}
     for name, solve in (("factorised", factorised), ("vector", vector)):
         energy_at = lambda it, solve=solve: layer64.energy(images64, solve(it).to(torch.float64), lam)  # noqa: E731
-        its = _iterations_to_reach(energy_at, target, rel_tol, max_iter)
+        its = iterations_to_reach(energy_at, target, rel_tol, max_iter)
         record[f"{name}_iterations"] = its
-        record[f"{name}_seconds"] = None if its is None else _best_time(lambda: solve(its), repeats)
-        record[f"{name}_seconds_per_iteration"] = _best_time(lambda: solve(200), repeats) / 200
+        record[f"{name}_seconds"] = None if its is None else best_time(lambda: solve(its), repeats)
+        record[f"{name}_seconds_per_iteration"] = best_time(lambda: solve(200), repeats) / 200
     # the Hessian product alone (one application per FISTA iteration): what the two paths differ in
     codes = torch.rand(batch, atoms_u, atoms_s, dtype=dtype)
     product_f, gram = layer.hessian(), layer.kronecker_gram()
     flat = codes.reshape(batch, -1)
-    record["factorised_product_seconds"] = _best_time(lambda: [product_f(codes) for _ in range(20)], repeats) / 20
-    record["vector_product_seconds"] = _best_time(lambda: [flat @ gram for _ in range(20)], repeats) / 20
+    record["factorised_product_seconds"] = best_time(lambda: [product_f(codes) for _ in range(20)], repeats) / 20
+    record["vector_product_seconds"] = best_time(lambda: [flat @ gram for _ in range(20)], repeats) / 20
     record["product_speedup"] = record["vector_product_seconds"] / record["factorised_product_seconds"]
     f, v = record["factorised_seconds"], record["vector_seconds"]
     record["speedup"] = None if f is None or v is None else v / f

@@ -43,20 +43,31 @@ def keep_topk(g: torch.Tensor, k: int) -> torch.Tensor:
     return torch.where(keep, g, torch.zeros_like(g))
 
 
-def largest_eigenvalue(G: torch.Tensor, n_iter: int = 100) -> torch.Tensor:
+def largest_eigenvalue(G: torch.Tensor | Callable[[torch.Tensor], torch.Tensor], n_iter: int = 100,
+                       like: torch.Tensor | None = None) -> torch.Tensor:
     """Largest eigenvalue of symmetric PSD ``G`` ``(K, K)`` or ``(B, K, K)`` by power iteration.
+
+    ``G`` may instead be an operator ``v -> G v`` on ``(B, K)`` vectors (per-sample matrices
+    never formed); ``like`` ``(B, K)`` then gives the batch shape and dtype.
 
     Returns a scalar tensor or ``(B,)``. The start vector is fixed (seeded), so the result is
     deterministic. Uses the Rayleigh quotient of the final iterate.
     """
-    k = G.shape[-1]
+    if isinstance(G, torch.Tensor):
+        apply = lambda v: (G @ v.unsqueeze(-1)).squeeze(-1)  # noqa: E731
+        shape, ref = G.shape[:-1], G
+    else:
+        if like is None or like.ndim != 2:
+            raise ValueError("like: an operator needs a (B, K) tensor giving its vectors' shape")
+        apply, shape, ref = G, like.shape, like
+    k = shape[-1]
     gen = torch.Generator().manual_seed(0)
-    v = torch.rand(k, generator=gen, dtype=torch.float64).to(G) + 0.5  # positive: not orthogonal to
-    v = v.expand(*G.shape[:-1]).clone()  # (..., K)          the Perron vector of a Gram matrix
+    v = torch.rand(k, generator=gen, dtype=torch.float64).to(ref) + 0.5  # positive: not orthogonal to
+    v = v.expand(*shape).clone()  # (..., K)                              the Perron vector of a Gram matrix
     for _ in range(n_iter):
-        w = (G @ v.unsqueeze(-1)).squeeze(-1)
-        v = w / w.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(G.dtype).tiny)
-    return (v * (G @ v.unsqueeze(-1)).squeeze(-1)).sum(-1)
+        w = apply(v)
+        v = w / w.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(ref.dtype).tiny)
+    return (v * apply(v)).sum(-1)
 
 
 @dataclass

@@ -602,8 +602,14 @@ class MatrixVN(Model):
         return torch.cat(outs).to(torch.get_default_dtype())
 
     @torch.no_grad()
-    def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """Code size: non-zero code entries per sample at prediction, ``(N,)`` long."""
+    def codes(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Codes at prediction (input clamped alone, ``test_lam``) of images ``x`` ``(N, m, n)``
+        (optional 0/1 ``x_mask``): ``(N, Ku, Ks)`` (shared) or ``(N, Ku Ks)`` (private)."""
         spec = self._require_built()
         _check_images(x, "x", *spec.x_shape)
-        return torch.cat([(g != 0).flatten(1).sum(-1) for g in self._codes(x, x_mask)])
+        return torch.cat(self._codes(x, x_mask))
+
+    @torch.no_grad()
+    def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Code size: non-zero code entries per sample at prediction, ``(N,)`` long."""
+        return (self.codes(x, x_mask) != 0).flatten(1).sum(-1)

@@ -27,7 +27,9 @@ coordinate descent on ``F`` (non-increasing), and Atomic-Hebb with precision-wei
 """
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import torch
 from torch import nn
@@ -37,12 +39,17 @@ from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
 from ._fit import check_fit_fields, fit_local
-from .fista import fista_gram, kkt_violation, largest_eigenvalue
+from .fista import fista, fista_gram, kkt_violation, largest_eigenvalue
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
 # Group samples by mask pattern (one shared Gram matrix and GEMM per group) while there are at
-# most this many distinct patterns per sample of the batch; beyond it, one Gram matrix each.
+# most this many distinct patterns per sample of the batch; beyond it, per-sample Hessians.
 MAX_PATTERN_GROUPS_FRACTION = 0.25
+# How per-sample (masked) Hessians are applied: "operator" (``S^T (m * S g)``: two GEMMs over
+# the batch per FISTA iteration, nothing per-sample formed) or "gram" (one ``(K, K)`` Gram
+# matrix per sample, a batched matrix-vector product per iteration: the slow, obviously correct
+# reference, O(B n K^2) to form and memory-bound to apply; the tests compare the two).
+PER_SAMPLE_PRODUCT = "operator"
 
 
 @dataclass
@@ -54,6 +61,8 @@ class VNConfig:
         hidden: interface sizes ``(m_1, ..., m_{L-1})`` of the layers below the top (the top
             layer's output size is the target size).
         lam: l1 weight, one value for all layers or one per layer.
+        test_lam: l1 weight at prediction (and on the validation data of early stopping), one
+            value or one per layer; ``None``: ``lam``.
         beta: top-down precision ``beta_l``, one value or one per layer (``beta_L`` weighs the
             clamped target).
         topk: hard limit on non-zeros of the top layer's code (0 = off).
@@ -84,6 +93,7 @@ class VNConfig:
     atoms: tuple[int, ...] = (64,)
     hidden: tuple[int, ...] = ()
     lam: float | tuple[float, ...] = 0.05
+    test_lam: float | tuple[float, ...] | None = field(default=None, metadata={"neutral": None})
     beta: float | tuple[float, ...] = 1.0
     topk: int = 0
     nonneg: bool = False
@@ -112,7 +122,7 @@ class VNConfig:
             raise ValueError(
                 f"hidden: expected {len(self.atoms) - 1} positive int(s) (one per layer below the top), got {self.hidden!r}"
             )
-        for name in ("lam", "beta"):
+        for name in ("lam", "beta") + (() if self.test_lam is None else ("test_lam",)):
             vals = self.per_layer(name)
             for v in vals:
                 check_positive(v, name, allow_zero=True)
@@ -131,7 +141,9 @@ class VNConfig:
         check_choice(self.dtype, ("float32", "float64"), "dtype")
 
     def per_layer(self, name: str) -> tuple[float, ...]:
-        """``lam`` or ``beta`` expanded to one value per layer."""
+        """``lam``, ``test_lam`` or ``beta`` expanded to one value per layer (``test_lam=None``: ``lam``)."""
+        if name == "test_lam" and self.test_lam is None:
+            name = "lam"
         v = getattr(self, name)
         if isinstance(v, (tuple, list)):
             if len(v) != len(self.atoms):
@@ -266,20 +278,40 @@ class VectorNetwork(Model):
             out = G if out is None else out + G
         return out
 
-    def _fista(self, l: int, G: torch.Tensor, b: torch.Tensor, g0: torch.Tensor | None) -> tuple[torch.Tensor, int, bool]:
+    def _masked_hessian(self, l: int, c_in: float, c_out: float, x_mask: torch.Tensor | None,
+                        h_mask: torch.Tensor | None):
+        """The per-sample Hessian of ``_gram`` with ``(B, n)`` / ``(B, m)`` masks as an operator
+        ``(B, K) -> (B, K)``: ``c_in S^T (m_x * S g) + c_out U^T (m_h * U g)`` (an unmasked side
+        uses its shared Gram matrix). Never forms a ``(B, K, K)`` tensor."""
+        layer = self.layers[l]
+        parts = []
+        for c, A, m in ((c_in, layer.S, x_mask), (c_out, layer.U, h_mask)):
+            if not c:
+                continue
+            if m is None:
+                parts.append(lambda g, G=c * (A.T @ A): g @ G)
+            else:
+                parts.append(lambda g, A=A, m=m, c=c: c * (((g @ A.T) * m) @ A))
+        return lambda g: parts[0](g) if len(parts) == 1 else parts[0](g) + parts[1](g)
+
+    def _fista(self, l: int, G, b: torch.Tensor, g0: torch.Tensor | None) -> tuple[torch.Tensor, int, bool]:
+        """FISTA on layer ``l``'s LASSO; ``G`` a Gram matrix ``(K, K)`` / ``(B, K, K)`` or a
+        per-sample operator (``_masked_hessian``), its Lipschitz constant by power iteration."""
         cfg = self.config
         top = l == len(self.layers) - 1
-        res = fista_gram(
-            G, b, self._lams[l], largest_eigenvalue(G), g0=g0, max_iter=cfg.max_iter, tol=cfg.tol,
-            nonneg=cfg.nonneg, topk=cfg.topk if top else 0,
-        )
+        opts = dict(g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg, topk=cfg.topk if top else 0)
+        if isinstance(G, torch.Tensor):
+            res = fista_gram(G, b, self._lams[l], largest_eigenvalue(G), **opts)
+        else:
+            res = fista(G, b, self._lams[l], largest_eigenvalue(G, like=b), **opts)
         return res.codes, res.iterations, res.converged
 
     def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
         """Solve layer ``l``'s LASSO with its neighbours held fixed; returns (codes, iterations,
         converged). Samples that share a mask pattern share one Gram matrix, so they are solved
-        together with a plain GEMM; only when patterns are mostly distinct does every sample get
-        its own ``(K, K)`` Gram matrix (a batched matrix-vector product per iteration)."""
+        together with a plain GEMM; when patterns are mostly distinct, each sample's Hessian is applied
+        as an operator (``_masked_hessian``: two GEMMs over the batch per iteration) or, as the
+        reference (``PER_SAMPLE_PRODUCT = "gram"``), formed as its own ``(K, K)`` Gram matrix."""
         layer = self.layers[l]
         c_in, c_out = self._precisions(l)
         if not use_top_down or h_l is None:
@@ -294,7 +326,9 @@ class VectorNetwork(Model):
             return self._fista(l, self._gram(l, c_in, c_out, None, None), b, g0)
         patterns, inverse = torch.unique(torch.cat(masks, dim=1), dim=0, return_inverse=True)
         if len(patterns) > MAX_PATTERN_GROUPS_FRACTION * b.shape[0]:
-            return self._fista(l, self._gram(l, c_in, c_out, x_mask, h_mask), b, g0)
+            if PER_SAMPLE_PRODUCT == "gram":
+                return self._fista(l, self._gram(l, c_in, c_out, x_mask, h_mask), b, g0)
+            return self._fista(l, self._masked_hessian(l, c_in, c_out, x_mask, h_mask), b, g0)
         codes, iterations, converged = torch.empty_like(b), 0, True
         for j in range(len(patterns)):
             rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
@@ -584,14 +618,38 @@ class VectorNetwork(Model):
 
         self.history: list[float] = fit_local(self, split, learn_batch, desc="vn fit", on_start=init)["energy"]
 
+    @contextlib.contextmanager
+    def _test_lams(self) -> Iterator[None]:
+        """While predicting, the l1 weights are ``test_lam`` (restored afterwards, also on error)."""
+        train_lams = self._lams
+        self._lams = self.config.per_layer("test_lam")
+        try:
+            yield
+        finally:
+            self._lams = train_lams
+
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         spec = self.spec
         outs = []
         xf, mf = self._flat(x), self._flat(x_mask)
-        for start in range(0, xf.shape[0], 1024):
-            inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
-            if self.config.output == "reconstruction":
-                outs.append(self.layers[0].reconstruct(inf.codes[0]))
-            else:
-                outs.append(self.layers[-1].message(inf.codes[-1]))
+        with self._test_lams():
+            for start in range(0, xf.shape[0], 1024):
+                inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
+                if self.config.output == "reconstruction":
+                    outs.append(self.layers[0].reconstruct(inf.codes[0]))
+                else:
+                    outs.append(self.layers[-1].message(inf.codes[-1]))
         return torch.cat(outs).reshape(x.shape[0], *spec.y_shape).to(torch.get_default_dtype())
+
+    @torch.no_grad()
+    def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Code size: non-zero first-layer code entries per sample at prediction (``test_lam``),
+        ``(N,)`` long, for inputs ``x`` ``(N, *x_shape)``."""
+        self._require_built()
+        xf, mf = self._flat(x), self._flat(x_mask)
+        out = []
+        with self._test_lams():
+            for start in range(0, xf.shape[0], 1024):
+                inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
+                out.append((inf.codes[0] != 0).sum(-1))
+        return torch.cat(out)

@@ -387,6 +387,13 @@ class PairVN(Model):
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         return self.layer.output(self.codes(x, x_mask)).to(torch.get_default_dtype())
 
+    @torch.no_grad()
+    def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """Code size: non-zero pair codes per sample at prediction, ``(N,)`` long."""
+        spec = self._require_built()
+        _check_tensor(x, "x", spec.x_shape)
+        return (self.codes(x, x_mask) != 0).flatten(1).sum(-1)
+
 
 @torch.no_grad()
 def pair_atom_choice(model: PairVN, x: torch.Tensor, share: float = 0.9) -> dict[str, object]:
