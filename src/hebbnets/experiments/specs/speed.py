@@ -30,6 +30,11 @@ def vn_inference_section(ctx: ReportContext) -> list[str]:
     e = ctx.measure("vn_inference")
     if e is None:
         return ["No records yet (`hebbnets reproduce speed`).", ""]
+    return vn_inference_lines(e)
+
+
+def vn_inference_lines(e: dict) -> list[str]:
+    """The VN-inference table and verdicts of a ``vn_inference`` entry (also quoted by ``vn_claims``)."""
     lines = [f"Machine: {_machine(e)}; {e['rows'][0]['threads']} torch thread(s). Targets: at least 5x faster than "
              "scikit-learn's `sparse_encode(algorithm=\"lasso_cd\")` at equal objective (every sample within 1e-5 "
              "relative of lasso_cd's), and at least 60 % of the machine's matmul rate inside the FISTA loop.", "",
