@@ -8,7 +8,7 @@ from hebbnets.vn import (
     fista, fista_gram, ista_reference, keep_topk, largest_eigenvalue, lasso_optimality_residual, soft_threshold,
 )
 from hebbnets.vn.fista import (
-    LassoTerm, _factor_operator, choose_product_form, masked_lasso, operator_power_estimate, product_form_costs,
+    LassoTerm, fista_working_set, gershgorin_bound, _factor_operator, choose_product_form, masked_lasso, operator_power_estimate, product_form_costs,
 )
 
 
@@ -295,3 +295,44 @@ def test_factor_form_lipschitz_bound_is_guaranteed():
 def test_masked_lasso_rejects_bad_input(terms, form, word):
     with pytest.raises(ValueError, match=f"^{word}"):
         masked_lasso(terms, 0.1, form=form)
+
+
+@pytest.mark.parametrize("nonneg, size", [(False, 2), (True, 2), (False, 30)])
+def test_working_set_solves_the_full_problem(nonneg, size):
+    """The working-set solver against the full-problem fista_gram: equal objective, and the full
+    problem's KKT residual (computed from G, not from any working set) near zero, also when the
+    support is larger than the first working set (size 2 for 3-sparse codes: it must grow)."""
+    S, x = _problem(seed=11)
+    G, b, lam = S.T @ S, x @ S, 0.05
+    full = fista_gram(G, b, lam, max_iter=20000, tol=1e-10, nonneg=nonneg)
+    ws = fista_working_set(G, b, lam, size=size, max_iter=20000, tol=1e-10, kkt_tol=1e-9, nonneg=nonneg)
+    assert ws.converged
+    assert float(lasso_optimality_residual(G, b, ws.codes, lam, nonneg).max()) < 1e-6
+    torch.testing.assert_close(ws.objective, full.objective, rtol=1e-9, atol=0)
+    f = (0.5 * (ws.codes @ G) - b).mul(ws.codes).sum(-1) + lam * ws.codes.abs().sum(-1)
+    torch.testing.assert_close(ws.objective, f)  # the objective it reports is the full problem's
+    if size == 2:
+        assert int((ws.codes != 0).sum(1).max()) > 2  # the working set grew past its first size
+    if nonneg:
+        assert bool((ws.codes >= 0).all())
+
+
+def test_working_set_warm_start_and_gershgorin_bound():
+    S, x = _problem(seed=12)
+    G, b, lam = S.T @ S, x @ S, 0.05
+    exact = fista_working_set(G, b, lam, max_iter=20000, tol=1e-10, kkt_tol=1e-9)
+    warm = fista_working_set(G, b, lam, g0=exact.codes, max_iter=20000, tol=1e-10, kkt_tol=1e-9)
+    assert warm.iterations < exact.iterations / 3
+    torch.testing.assert_close(warm.objective, exact.objective, rtol=1e-9, atol=0)
+    blocks = torch.stack([G[:5, :5], G[3:9, 3:9][:5, :5]])
+    assert bool((gershgorin_bound(blocks) >= torch.linalg.eigvalsh(blocks)[:, -1] * (1 - 1e-12)).all())
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(G=torch.eye(3)[None].expand(2, 3, 3)), "G"), (dict(size=0), "size"), (dict(max_rounds=0), "max_rounds"),
+    (dict(b=torch.zeros(0, 3)), "b"), (dict(g0=torch.zeros(2, 4)), "g0"), (dict(b=torch.full((2, 3), float("nan"))), "b"),
+])
+def test_working_set_rejects_bad_input(kwargs, word):
+    args = {**dict(G=torch.eye(3), b=torch.ones(2, 3), lam=0.1), **kwargs}
+    with pytest.raises(ValueError, match=f"^{word}"):
+        fista_working_set(**args)
