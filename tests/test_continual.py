@@ -36,3 +36,65 @@ def test_forgetting_by_hand_and_bad_input():
         fit_stages(hn.models.make("mlp"), hn.tasks.make("toy_atoms", n_train=8, n_test=4))
     with pytest.raises(ValueError, match="^model:"):
         fit_stages("mlp", hn.tasks.make("functions1d_continual", length=8, n_train=8, n_test=4))
+
+
+# --- protocol "continual" (the same check as a job of the experiments runner) ---------------------
+def _continual_job(models, options=None, **params):
+    from hebbnets.experiments import Bench, execute, plan_bench
+
+    task = hn.tasks.make("functions1d_continual", seed=0, **{"length": 16, "n_train": 48, "n_test": 16, **params})
+    bench = Bench("c", "functions1d_continual", models, params={"length": 16, "n_train": 48, "n_test": 16, **params},
+                  seeds=(1,), protocol="continual", options=options or {})
+    return task, execute(plan_bench(None, bench, "quick", task=task, chosen={}), None)
+
+
+def test_continual_protocol_scores_like_fit_stages_and_adds_forgetting():
+    from hebbnets.experiments import variant
+
+    cfg = dict(hidden=(8,), epochs=3, progress=False)
+    task, [entry] = _continual_job((variant("mlp", **cfg),))
+    rows = {(r["split"], r["metric"]): r["value"] for r in entry["rows"]}
+    records = fit_stages(hn.models.make("mlp", seed=1, **cfg), task)
+    for r in records:
+        metric = "mse" if r["stage"] == "stage2" else "after_stage1:mse"
+        assert rows[(r["split"], metric)] == pytest.approx(r["value"], rel=1e-6)
+    f = forgetting(records)["stage1"]
+    assert rows[("id_stage1", "forgetting")] == pytest.approx(f["forgetting"], rel=1e-6)
+    assert rows[("id_stage1", "forgetting_ratio")] == pytest.approx(f["ratio"], rel=1e-6)
+    assert ("id_stage2", "forgetting") not in rows  # the last stage is scored right after it
+    assert entry["stats"]["partial_fit_seconds"] > 0 and "entanglement" not in entry["stats"]
+
+
+def test_continual_protocol_records_entanglement_for_vn_and_mlp():
+    from hebbnets.experiments import decode_images, variant
+
+    task, (vn, mlp) = _continual_job((variant("vn", atoms=(12,), epochs=2, lam=0.05, progress=False),
+                                      variant("mlp", hidden=(8,), epochs=2, progress=False)),
+                                     options={"entanglement": True}, mode="masked")
+    ent = vn["stats"]["entanglement"]
+    over = ent["after_stage1"]["overlap"]["layer0"]
+    assert -1 <= over["cosine"] <= 1 and 0 <= over["weighted_jaccard"] <= 1
+    st = ent["final"]["usage"]["stages"]
+    assert st["first_only"] + st["second_only"] + st["both"] + st["neither"] == st["atoms"] == 12
+    assert len(ent["final"]["usage"]["by_factor"]) == 12 and ent["final"]["usage"]["factors"] == list(task.info["factors"])
+    hist = ent["final"]["sparsity"][0]["histogram"]
+    assert sum(hist) == len(task.tests["id"]) and len(hist) == ent["final"]["sparsity"][0]["max"] + 1
+    atoms = decode_images(ent["final"]["atoms"]["stage1"])
+    assert tuple(atoms.shape) == (8, 1, 16)  # the 8 most used input-side atoms, as 1-row images (curves)
+    assert set(ent["weight_change"]) == {"layers.0.S", "layers.0.U"}
+    assert 0 <= ent["weight_change"]["layers.0.S"]["atoms_unchanged"] <= 1
+    layers = mlp["stats"]["entanglement"]["after_stage1"]["overlap"]
+    assert len(layers) == 2 and all(-1 <= m["cosine"] <= 1 for m in layers.values())
+    assert "usage" not in mlp["stats"]["entanglement"]["final"]  # atom measures are the VN's
+
+
+def test_continual_protocol_refuses_a_task_without_stages_and_unknown_options():
+    from hebbnets.experiments import Bench, plan_bench, variant
+
+    bad = Bench("c", "toy_atoms", (variant("mlp", epochs=1),), params={"n_train": 8, "n_test": 4}, seeds=(0,),
+                protocol="continual")
+    with pytest.raises(ValueError, match="task: 'toy_atoms' has no stages"):
+        plan_bench(None, bad, "quick")
+    with pytest.raises(ValueError, match="options: unknown"):
+        plan_bench(None, bad.with_(task="functions1d_continual", params={"length": 8, "n_train": 8, "n_test": 4},
+                                   options={"nope": 1}), "quick")

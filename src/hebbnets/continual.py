@@ -5,13 +5,22 @@
 ``forgetting(records)`` turns those records into, per stage, the error on its own test split
 right after learning it and after the last stage. Backprop models get the standard remedy by
 configuration (``ewc_lambda > 0``: ``hebbnets.baselines.ewc``).
+
+``continual_job(ctx)`` is the same check as a job of the experiments runner (protocol
+``"continual"``): scores after every stage, forgetting rows, and (option ``entanglement``) the
+measures of ``hebbnets.entanglement`` on the fitted model (``entanglement_summary``) plus how
+much each parameter moved while the later stages were learned (``weight_change``).
 """
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
+import torch
+
 from ._model import Model
+from ._split import Split
 from .metrics import get_metric
 from .tasks import Task
 
@@ -80,4 +89,172 @@ def forgetting(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return out
 
 
-__all__ = ["fit_stages", "forgetting"]
+# --- the experiments runner's job ------------------------------------------------------------------
+#: samples of each stage's training split on which update overlaps are measured (the summed
+#: update of a behaviour is estimated from a subset, the same one for every model)
+OVERLAP_SAMPLES = 512
+#: most used first-layer atoms per stage kept as images / curves
+ATOMS_PER_STAGE = 8
+CONTINUAL_OPTIONS = ("entanglement",)
+
+
+def check_continual(model: Any, task: Task, options: dict[str, Any]) -> None:
+    """Plan-time check of protocol ``"continual"``: a continual task, known options, a model
+    that learns in stages (``partial_fit``)."""
+    unknown = sorted(set(options) - set(CONTINUAL_OPTIONS))
+    if unknown:
+        raise ValueError(f"options: unknown option(s) {unknown} for protocol 'continual'; known: {list(CONTINUAL_OPTIONS)}")
+    if not task.stages or len(task.stages) < 2:
+        raise ValueError(f"task: {task.name!r} has no stages; protocol 'continual' needs a continual task")
+    if not isinstance(model, Model):
+        raise ValueError(f"model: expected a hebbnets Model, got {type(model).__name__}")
+
+
+def continual_job(ctx: Any) -> list[dict[str, Any]]:
+    """Protocol ``"continual"`` (``ctx``: an experiments ``FitContext``): ``fit`` the first stage,
+    ``partial_fit`` every later one, and score every test split after each stage.
+
+    Rows: the task metric after the last stage under its own name (the final error), after each
+    earlier stage as ``after_<stage>:<metric>``, and per earlier stage ``s`` on ``id_<s>``:
+    ``forgetting`` (final - right after ``s``) and ``forgetting_ratio`` (final / right after).
+    Stats: ``partial_fit_seconds``; with option ``entanglement``, ``stats["entanglement"]``:
+    ``after_<first stage>`` and ``final`` (``entanglement_summary``) and ``weight_change``.
+    """
+    task, model = ctx.task, ctx.model
+    names = list(task.stages)
+    metric = task.metric
+    ctx.fit(task.stages[names[0]])
+    measure = bool(ctx.options.get("entanglement"))
+    ent: dict[str, Any] = {}
+    if measure:
+        ent[f"after_{names[0]}"] = entanglement_summary(model, task, final=False)
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    rows = ctx.score_tests(prefix=f"after_{names[0]}:")
+    ctx.stats["partial_fit_seconds"] = 0.0
+    for k, name in enumerate(names[1:], start=1):
+        t0 = time.perf_counter()
+        model.partial_fit(task.stages[name])
+        ctx.stats["partial_fit_seconds"] += time.perf_counter() - t0
+        if k < len(names) - 1:
+            rows += ctx.score_tests(prefix=f"after_{name}:")
+    final = ctx.score_tests()
+    rows += final
+    value = {(r["split"], r["metric"]): r["value"] for r in rows}
+    for name in names[:-1]:
+        split = f"id_{name}"
+        own, last = value.get((split, f"after_{name}:{metric}")), value.get((split, metric))
+        if own is None or last is None:
+            continue
+        rows.append({"split": split, "metric": "forgetting", "value": last - own})
+        rows.append({"split": split, "metric": "forgetting_ratio", "value": last / own if own else float("inf")})
+    if measure:
+        ent["final"] = entanglement_summary(model, task, final=True)
+        ent["weight_change"] = weight_change(before, dict(model.named_parameters()), model)
+        ctx.stats["entanglement"] = ent
+    return rows
+
+
+def _subset(split: Split, n: int) -> Split:
+    return split if len(split) <= n else split.subset(torch.arange(n))
+
+
+def _r(v: float, digits: int = 4) -> float:
+    return float(f"{float(v):.{digits}g}")
+
+
+def entanglement_summary(model: Any, task: Task, final: bool = True) -> dict[str, Any] | None:
+    """The entanglement and reuse measures of a model fitted on a continual task (None when
+    none applies to the model).
+
+    ``overlap``: ``hebbnets.entanglement.update_overlap`` between the first two stages' training
+    splits (their first ``OVERLAP_SAMPLES`` samples): for a Vector Network per layer the
+    active-set overlaps and the update cosines, for a backprop model the gradient cosine per
+    layer. With ``final``, for a Vector Network also (on the test splits): ``usage`` (the
+    first layer's atom-by-factor matrix, atoms per factor and reuse on ``id`` and the splits
+    across stages together, and the atoms used by each stage's test samples, alone and by
+    both), ``sparsity`` (active atoms per sample per
+    layer on ``id``: summary and histogram) and ``atoms`` (the most used first-layer atoms of
+    each stage's test samples, input side, as 8-bit images; a 1-D input is a 1-row image).
+    """
+    from . import entanglement as E
+    from .training import BackpropModel
+    from .vn.network import VectorNetwork
+
+    if not isinstance(model, (VectorNetwork, BackpropModel)):
+        return None
+    names = list(task.stages)
+    a, b = (_subset(task.stages[n], OVERLAP_SAMPLES) for n in names[:2])
+    out: dict[str, Any] = {"overlap": {layer: {k: _r(v) if isinstance(v, float) else v for k, v in m.items()}
+                                       for layer, m in E.update_overlap(model, a, b).items()}}
+    if not final or not isinstance(model, VectorNetwork):
+        return out
+    labels = task.info.get("factor_labels", {})
+    codes = E.vn_codes(model, task.tests["id"])
+    # usage on every combination the tests hold: both stages' (id) and those across them (ood_cross*)
+    cross = [k for k in task.tests if k.startswith("ood_cross") and k in labels]
+    if "id" in labels:
+        first = torch.cat([codes[0]] + [E.vn_codes(model, task.tests[k])[0] for k in cross])
+        u = E.atom_usage(first, torch.cat([labels["id"]] + [labels[k] for k in cross]))
+        out["usage"] = {"factors": [str(f) for f in task.info.get("factors", range(labels["id"].shape[1]))],
+                        "by_factor": [[_r(v, 3) for v in row] for row in u["by_factor"].tolist()],
+                        "atoms_per_factor": u["atoms_per_factor"].tolist(),
+                        "specific_per_factor": u["specific"].sum(0).tolist(),
+                        "reuse": [None if v != v else _r(v) for v in u["reuse"].tolist()]}
+    stage_codes = {n: E.vn_codes(model, task.tests[f"id_{n}"])[0] for n in names if f"id_{n}" in task.tests}
+    used = {n: (c != 0).any(0) for n, c in stage_codes.items()}  # (K,) used by any test sample of the stage
+    share = {n: (c != 0).double().mean(0) for n, c in stage_codes.items()}  # (K,)
+    if len(used) >= 2:
+        u1, u2 = (used[n] for n in names[:2])
+        s1, s2 = (share[n] for n in names[:2])
+        out.setdefault("usage", {})["stages"] = {
+            "atoms": int(u1.numel()), "first_only": int((u1 & ~u2).sum()), "second_only": int((u2 & ~u1).sum()),
+            "both": int((u1 & u2).sum()), "neither": int((~u1 & ~u2).sum()),
+            # threshold-free: sum_k min(p1, p2) / sum_k max(p1, p2) of the per-atom usage shares
+            "weighted_jaccard": _r(float(torch.minimum(s1, s2).sum() / torch.maximum(s1, s2).sum().clamp_min(1e-30))),
+            "share_first": [_r(v, 3) for v in s1.tolist()], "share_second": [_r(v, 3) for v in s2.tolist()]}
+    out["sparsity"] = []
+    for c in codes:
+        sp = E.code_sparsity(c)
+        hist = sp["histogram"][: sp["max"] + 1].tolist()
+        out["sparsity"].append({"atoms": sp["atoms"], "mean": _r(sp["mean"]), "median": sp["median"], "min": sp["min"],
+                                "max": sp["max"], "fraction": _r(sp["fraction"]), "histogram": hist})
+    out["atoms"] = _stage_atoms(model, share, task)
+    return out
+
+
+def _stage_atoms(model: Any, share: dict[str, torch.Tensor], task: Task) -> dict[str, Any]:
+    """The ``ATOMS_PER_STAGE`` first-layer atoms most used by each stage's test samples, as images."""
+    from .experiments import encode_images
+
+    S = model.layers[0].S.detach()  # (n, K)
+    shape = tuple(model.spec.x_shape)
+    image = shape if len(shape) == 2 else ((1, shape[0]) if len(shape) == 1 else (-1, shape[-1]))
+    out = {}
+    for name, sh in share.items():
+        order = torch.argsort(sh, descending=True, stable=True)[:ATOMS_PER_STAGE]
+        imgs = S[:, order].T.reshape(len(order), *image)
+        out[name] = {"index": order.tolist(), "usage": [_r(v, 3) for v in sh[order].tolist()], **encode_images(imgs)}
+    return out
+
+
+def weight_change(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], model: Any) -> dict[str, Any]:
+    """How far every parameter moved while the later stages were learned: per parameter the
+    relative change ``||after - before|| / ||before||``; for a Vector Network's atom matrices
+    also per atom (column): the share left bit-for-bit unchanged and the median relative
+    change."""
+    from .vn.network import VectorNetwork
+
+    out: dict[str, Any] = {}
+    for name, old in before.items():
+        new = after[name].detach()
+        rel = float((new - old).norm() / old.norm().clamp_min(1e-30))
+        entry: dict[str, Any] = {"relative": _r(rel)}
+        if isinstance(model, VectorNetwork) and old.ndim == 2 and name.split(".")[-1] in ("S", "U"):
+            col = (new - old).norm(dim=0) / old.norm(dim=0).clamp_min(1e-30)  # (K,)
+            entry["atoms_unchanged"] = _r(float((col == 0).double().mean()))
+            entry["atom_median"] = _r(float(col.median()))
+        out[name] = entry
+    return out
+
+
+__all__ = ["check_continual", "continual_job", "entanglement_summary", "fit_stages", "forgetting", "weight_change"]

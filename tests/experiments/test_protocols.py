@@ -75,6 +75,14 @@ def test_tune_protocol_scores_only_data_carved_from_the_training_split():
         validation_split(task, 1.5)
 
 
+def test_continual_tasks_are_tuned_on_their_first_stage_only():
+    task = hn.tasks.make("functions1d_continual", seed=0, length=8, n_train=20, n_test=4)
+    train, val = validation_split(task, 0.25)
+    rows = torch.cat([train.x, val.x])
+    first = task.stages["stage1"].x
+    assert len(rows) == len(first) and torch.equal(rows.sort(0).values, first.sort(0).values)
+
+
 def test_unknown_protocol_and_statistic_are_errors_before_training():
     with pytest.raises(ValueError, match="protocol"):
         get_protocol("nope")

@@ -6,7 +6,8 @@ import hebbnets as hn
 from hebbnets.tasks.continual import concat_splits
 
 SMALL = {"functions1d_continual": dict(length=16, n_train=40, n_test=12),
-         "mnist_continual": dict(n_train=40, n_test=12)}
+         "mnist_continual": dict(n_train=40, n_test=12),
+         "nbody_continual": dict(n_train=40, n_test=12, substeps=2)}
 
 
 @pytest.fixture(scope="module", params=sorted(SMALL))
@@ -69,6 +70,28 @@ def test_mnist_stage_digits_and_pools():
         assert not train_images & set(task.info["index"][key].flatten().tolist())  # no test image is trained
 
 
+def test_nbody_stages_are_pairs_of_laws_in_nbody_units():
+    from hebbnets.tasks.nbody import delta_scale
+
+    task = hn.tasks.make("nbody_continual", seed=0, **SMALL["nbody_continual"])
+    labels = task.info["factor_labels"]
+    gravity, drag, lorentz, spring = range(4)
+    # stage 1: gravity alone, drag alone, or both; never a stage-2 law
+    assert not bool(labels["stage1"][:, [lorentz, spring]].any())
+    assert bool(labels["stage1"][:, [gravity, drag]].any(1).all())
+    assert bool((labels["ood_cross"].sum(1) == 2).all())
+    # shapes of nbody; the target units are those of the first stage's systems
+    ref = hn.tasks.make("nbody", seed=0, n_train=8, n_test=4, substeps=2)
+    assert task.stages["stage1"].x.shape[1:] == ref.train.x.shape[1:] and task.metric == "mse"
+    gen = torch.Generator().manual_seed(0)
+    _, raw, scale = hn.tasks.nbody.simulate_split(40, [("gravity",), ("drag",), ("gravity", "drag")], (3, 4, 5),
+                                                  task.params, gen)
+    torch.testing.assert_close(scale, delta_scale(raw, task.params))
+    torch.testing.assert_close(task.info["target_scale"], scale.float())
+    torch.testing.assert_close(task.stages["stage1"].x, hn.tasks.nbody.simulate_split(
+        40, [("gravity",), ("drag",), ("gravity", "drag")], (3, 4, 5), task.params, torch.Generator().manual_seed(0))[0].x)
+
+
 @pytest.mark.parametrize("name, params, word", [
     ("functions1d_continual", dict(stage_combos=[["sin", "poly"], ["sin+gauss"]]), "stage_combos"),
     ("functions1d_continual", dict(stage_combos=[["sin"]]), "stage_combos"),
@@ -77,6 +100,10 @@ def test_mnist_stage_digits_and_pools():
     ("mnist_continual", dict(stage_digits=[[0, 1], [1, 2]]), "stage_digits"),
     ("mnist_continual", dict(stage_digits=[[0, 10], [1]]), "stage_digits"),
     ("mnist_continual", dict(n_train=0), "n_train"),
+    ("nbody_continual", dict(stage_laws=[["gravity"], ["gravity", "spring"]]), "stage_laws"),
+    ("nbody_continual", dict(stage_laws=[["gravity"], ["magnetism"]]), "stage_laws"),
+    ("nbody_continual", dict(window=1), "window"),
+    ("nbody_continual", dict(n_fewer=2), "params"),
 ])
 def test_bad_parameters_name_the_argument(name, params, word):
     with pytest.raises(ValueError, match=word):

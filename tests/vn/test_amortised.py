@@ -133,3 +133,29 @@ def test_bad_input_names_the_argument(toy):
         hn.models.make("lista", steps=0)
     with pytest.raises(ValueError, match="^S:"):
         LISTA.from_dictionary(torch.zeros(3), lam=0.1)
+
+
+def test_amortised_protocol_rows_per_split_and_plan_checks():
+    from hebbnets.experiments import Bench, execute, plan_bench, variant
+
+    params = dict(n_atoms=8, x_dim=8, y_dim=8, n_train=120, n_test=40)
+    bench = Bench("a", "toy_atoms", (variant("vn", atoms=(12,), lam=0.03, epochs=2, progress=False),), params=params,
+                  seeds=(0,), protocol="amortised", options={"steps": 2, "encoder": {"epochs": 3}, "repeats": 1})
+    [entry] = execute(plan_bench(None, bench, "quick"), None)
+    rows = {(r["split"], r["metric"]): r["value"] for r in entry["rows"]}
+    task = hn.tasks.make("toy_atoms", seed=0, **params)
+    for split in task.tests:
+        assert rows[(split, "error_ratio")] == pytest.approx(rows[(split, "amortised_error")] / rows[(split, "fista_error")])
+        # the VN's own score and measure's FISTA error are the same prediction
+        assert rows[(split, task.metric)] == pytest.approx(rows[(split, "fista_error")], rel=1e-5)
+        for key in ("energy", "error"):
+            assert rows[(split, f"speedup_equal_{key}")] > 0 and rows[(split, f"beyond_budget_{key}")] in (0.0, 1.0)
+            if rows[(split, f"beyond_budget_{key}")]:  # no FISTA budget as good: full-budget time, no budget
+                assert rows[(split, f"fista_budget_equal_{key}")] is None
+    assert entry["stats"]["encoder_seconds"] > 0
+    with pytest.raises(ValueError, match="protocol 'amortised' needs a VectorNetwork"):
+        plan_bench(None, bench.with_(models=(variant("mlp", epochs=1),)), "quick")
+    with pytest.raises(ValueError, match="options: unknown"):
+        plan_bench(None, bench.with_(options={"stepz": 2}), "quick")
+    with pytest.raises(ValueError, match="steps"):
+        plan_bench(None, bench.with_(options={"steps": 0}), "quick")

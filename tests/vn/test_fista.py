@@ -7,6 +7,9 @@ from sklearn.decomposition import sparse_encode
 from hebbnets.vn import (
     fista, fista_gram, ista_reference, keep_topk, largest_eigenvalue, lasso_optimality_residual, soft_threshold,
 )
+from hebbnets.vn.fista import (
+    LassoTerm, fista_working_set, gershgorin_bound, _factor_operator, choose_product_form, masked_lasso, operator_power_estimate, product_form_costs,
+)
 
 
 def _problem(n=20, k=30, b=8, seed=0):
@@ -217,3 +220,119 @@ def test_operator_form_solves_matrix_codes_like_the_flattened_gram_form():
     assert float(lasso_optimality_residual(K, b.reshape(8, -1), res.codes.reshape(8, -1), 0.3).max()) < 1e-6
     top = fista(op, b, 0.3, lip, max_iter=200, topk=2)
     assert int((top.codes != 0).reshape(8, -1).sum(-1).max()) <= 2
+
+
+@pytest.mark.parametrize("form", ["gram", "per_sample", "factor"])
+def test_masked_lasso_forms_solve_the_reduced_problems(form):
+    """Every product form of a masked two-term LASSO is optimal for each sample's problem with
+    the masked rows deleted, built independently (explicit design, plain per-sample ISTA)."""
+    S, x = _problem(seed=7)
+    gen = torch.Generator().manual_seed(8)
+    U = torch.randn(10, S.shape[1], generator=gen, dtype=torch.float64) / 10**0.5
+    h = torch.randn(x.shape[0], 10, generator=gen, dtype=torch.float64)
+    x_mask = (torch.rand(x.shape, generator=gen) > 0.3).double()
+    h_mask = (torch.rand(10, generator=gen) > 0.2).double()  # one pattern for every sample
+    lam, beta = 0.05, 0.7
+    terms = [LassoTerm(1.0, S, x, x_mask), LassoTerm(beta, U, h, h_mask)]
+    res = masked_lasso(terms, lam, max_iter=20000, tol=1e-9, form=form)
+    assert res.form == form
+    for i in range(x.shape[0]):
+        keep_x, keep_h = x_mask[i].bool(), h_mask.bool()
+        A = torch.cat([S[keep_x], beta**0.5 * U[keep_h]])  # (rows, K): the stacked, unmasked design
+        t = torch.cat([x[i, keep_x], beta**0.5 * h[i, keep_h]])[None]
+        G_i, b_i = A.T @ A, t @ A
+        assert float(lasso_optimality_residual(G_i, b_i, res.codes[i:i + 1], lam).max()) < 1e-6
+        ours, ref = _objective(A, t, res.codes[i:i + 1], lam), _objective(A, t, ista_reference(A, t, lam, n_iter=4000), lam)
+        # the plain ISTA loop approaches the optimum from above: ours is no worse, and close
+        assert float(ours) <= float(ref) * (1 + 1e-12)
+        torch.testing.assert_close(ours, ref, rtol=1e-5, atol=0)
+
+
+def test_product_form_choice_by_shape():
+    """The issue's case: B=256 samples, n=64 entries with per-sample masks, K=1024 atoms, where
+    per-sample Gram matrices cost 7.8 s to build; the factor form is chosen. Without masks and
+    with fewer atoms than twice the entries, the shared Gram matrix is."""
+    B, n, K = 256, 64, 1024
+    terms = [LassoTerm(1.0, torch.zeros(n, K), torch.zeros(B, n), torch.ones(B, n))]
+    costs = product_form_costs(terms, 200, n_patterns=B)
+    assert min(costs, key=costs.get) == "factor" == choose_product_form(terms, 200, n_patterns=B)
+    assert "per_sample" not in costs  # (256, 1024, 1024) floats: over the memory cap
+    mid = [LassoTerm(1.0, torch.zeros(n, 256), torch.zeros(B, n), torch.ones(B, n))]
+    costs = product_form_costs(mid, 200, n_patterns=B)
+    assert choose_product_form(mid, 200, n_patterns=B) == "factor" and costs["per_sample"] > 5 * costs["factor"]
+    few = [LassoTerm(1.0, torch.zeros(n, 96), torch.zeros(B, n))]
+    assert choose_product_form(few, 200) == "gram"
+    many = [LassoTerm(1.0, torch.zeros(n, K), torch.zeros(B, n))]
+    assert choose_product_form(many, 200) == "factor"  # 2 n < K: two thin GEMMs beat one K x K
+
+
+def test_factor_form_lipschitz_bound_is_guaranteed():
+    S, x = _problem(seed=9)
+    mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(2)) > 0.5).double()
+    terms = [LassoTerm(0.5, S, x, mask)]
+    hessian, bound = _factor_operator(terms)
+    G = terms[0].gram()  # (B, K, K)
+    true = torch.linalg.eigvalsh(G)[:, -1]
+    assert bool((true <= bound * (1 + 1e-12)).all())
+    assert float((bound / true).median()) < 2.5  # and not uselessly loose (half the rows masked)
+    # the power estimate that tightens it is a Rayleigh quotient: from below, and close when run long
+    short = operator_power_estimate(hessian, (x.shape[0], S.shape[1]), x.dtype, n_iter=5)
+    long = operator_power_estimate(hessian, (x.shape[0], S.shape[1]), x.dtype, n_iter=2000)
+    assert bool((short <= true * (1 + 1e-12)).all()) and bool((long <= true * (1 + 1e-12)).all())
+    torch.testing.assert_close(long, true, rtol=1e-6, atol=0)
+    v = torch.randn(x.shape[0], S.shape[1], dtype=torch.float64)
+    torch.testing.assert_close(hessian(v), torch.bmm(G, v[..., None])[..., 0])
+
+
+@pytest.mark.parametrize("terms, form, word", [
+    ([], "auto", "terms"),
+    ([LassoTerm(1.0, torch.zeros(4, 6), torch.zeros(3, 5))], "auto", "terms"),
+    ([LassoTerm(1.0, torch.zeros(4, 6), torch.zeros(3, 4), torch.ones(2, 4))], "auto", "terms"),
+    ([LassoTerm(-1.0, torch.zeros(4, 6), torch.zeros(3, 4))], "auto", "terms"),
+    ([LassoTerm(1.0, torch.zeros(4, 6), torch.zeros(3, 4))], "dense", "form"),
+    ([LassoTerm(1.0, torch.zeros(4, 6), torch.zeros(3, 4))], "per_sample", "form"),
+])
+def test_masked_lasso_rejects_bad_input(terms, form, word):
+    with pytest.raises(ValueError, match=f"^{word}"):
+        masked_lasso(terms, 0.1, form=form)
+
+
+@pytest.mark.parametrize("nonneg, size", [(False, 2), (True, 2), (False, 30)])
+def test_working_set_solves_the_full_problem(nonneg, size):
+    """The working-set solver against the full-problem fista_gram: equal objective, and the full
+    problem's KKT residual (computed from G, not from any working set) near zero, also when the
+    support is larger than the first working set (size 2 for 3-sparse codes: it must grow)."""
+    S, x = _problem(seed=11)
+    G, b, lam = S.T @ S, x @ S, 0.05
+    full = fista_gram(G, b, lam, max_iter=20000, tol=1e-10, nonneg=nonneg)
+    ws = fista_working_set(G, b, lam, size=size, max_iter=20000, tol=1e-10, kkt_tol=1e-9, nonneg=nonneg)
+    assert ws.converged
+    assert float(lasso_optimality_residual(G, b, ws.codes, lam, nonneg).max()) < 1e-6
+    torch.testing.assert_close(ws.objective, full.objective, rtol=1e-9, atol=0)
+    f = (0.5 * (ws.codes @ G) - b).mul(ws.codes).sum(-1) + lam * ws.codes.abs().sum(-1)
+    torch.testing.assert_close(ws.objective, f)  # the objective it reports is the full problem's
+    if size == 2:
+        assert int((ws.codes != 0).sum(1).max()) > 2  # the working set grew past its first size
+    if nonneg:
+        assert bool((ws.codes >= 0).all())
+
+
+def test_working_set_warm_start_and_gershgorin_bound():
+    S, x = _problem(seed=12)
+    G, b, lam = S.T @ S, x @ S, 0.05
+    exact = fista_working_set(G, b, lam, max_iter=20000, tol=1e-10, kkt_tol=1e-9)
+    warm = fista_working_set(G, b, lam, g0=exact.codes, max_iter=20000, tol=1e-10, kkt_tol=1e-9)
+    assert warm.iterations < exact.iterations / 3
+    torch.testing.assert_close(warm.objective, exact.objective, rtol=1e-9, atol=0)
+    blocks = torch.stack([G[:5, :5], G[3:9, 3:9][:5, :5]])
+    assert bool((gershgorin_bound(blocks) >= torch.linalg.eigvalsh(blocks)[:, -1] * (1 - 1e-12)).all())
+
+
+@pytest.mark.parametrize("kwargs, word", [
+    (dict(G=torch.eye(3)[None].expand(2, 3, 3)), "G"), (dict(size=0), "size"), (dict(max_rounds=0), "max_rounds"),
+    (dict(b=torch.zeros(0, 3)), "b"), (dict(g0=torch.zeros(2, 4)), "g0"), (dict(b=torch.full((2, 3), float("nan"))), "b"),
+])
+def test_working_set_rejects_bad_input(kwargs, word):
+    args = {**dict(G=torch.eye(3), b=torch.ones(2, 3), lam=0.1), **kwargs}
+    with pytest.raises(ValueError, match=f"^{word}"):
+        fista_working_set(**args)

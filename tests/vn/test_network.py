@@ -224,55 +224,51 @@ def test_vn_rejects_class_labels():
         hn.models.make("vn", progress=False).fit(hn.Split(torch.randn(5, 3), torch.tensor([0, 1, 0, 1, 1])))
 
 
-def test_mask_pattern_groups_match_per_sample_gram(monkeypatch):
-    """Samples sharing a mask pattern are solved with one shared Gram matrix; both paths must
-    solve the same problem: equal free energy and a near-zero KKT residual, measured by the
-    un-expanded gradient (not by either path's Gram matrix or stopping test). The codes
-    themselves are not compared: with more atoms than observed entries the LASSO is
-    ill-conditioned and two exact solvers agree in objective long before they agree in codes."""
-    import hebbnets.vn.network as vn_network
-
+@pytest.mark.parametrize("form", ["per_sample", "factor"])
+def test_product_forms_solve_the_same_masked_problem(form):
+    """Samples sharing a mask pattern are solved with one shared Gram matrix ("gram"); the
+    per-sample Gram form and the factor form (never forming a matrix) must solve the same
+    problem: equal free energy and a near-zero KKT residual, measured by the un-expanded
+    gradient (not by any path's products or stopping test). The codes themselves are not
+    compared: with more atoms than observed entries the LASSO is ill-conditioned and two exact
+    solvers agree in objective long before they agree in codes."""
     x, y = _data(n=64, seed=9)
     patterns = torch.tensor([[1.0] * 12, [1.0] * 6 + [0.0] * 6, [0.0] * 3 + [1.0] * 9])
     x_mask = patterns[torch.arange(64) % 3].double()  # 3 patterns for 64 samples: grouped
     y_mask = torch.ones_like(y)
     y_mask[::2, :3] = 0
     net = _net(x, y, atoms=(20,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-9)
+    net.product_form = "gram"
     grouped = net.infer(x, y, x_mask, y_mask)
-    monkeypatch.setattr(vn_network, "MAX_PATTERN_GROUPS_FRACTION", 0.0)
-    per_sample = net.infer(x, y, x_mask, y_mask)
-    for inf in (grouped, per_sample):
+    net.product_form = form
+    other = net.infer(x, y, x_mask, y_mask)
+    for inf in (grouped, other):
         # lam = 0.05: a residual of 1e-6 is 0.002 % of it (measured: 1e-8 at tol 1e-9)
         assert float(net.optimality_residual(inf)[0].max()) < 1e-6
-    torch.testing.assert_close(grouped.total_energy, per_sample.total_energy, rtol=1e-8, atol=0)
+    torch.testing.assert_close(grouped.total_energy, other.total_energy, rtol=1e-8, atol=0)
 
 
-def test_per_sample_masks_operator_path_matches_per_sample_gram(monkeypatch):
-    """Mostly distinct mask patterns: the Hessian applied as an operator (``S^T (m * S g)``) and
-    the reference that forms one Gram matrix per sample solve the same problems: equal free
-    energy, near-zero KKT residuals from the un-expanded gradient, equal Lipschitz bounds."""
+def test_masked_inference_picks_the_factor_form_for_many_atoms(monkeypatch):
+    """Per-sample masks and more atoms than entries: the per-sample Gram form is never chosen
+    (it would build B K^2 n numbers); without masks and few atoms the shared Gram form is."""
     import hebbnets.vn.network as vn_network
-    from hebbnets.vn import largest_eigenvalue
 
-    x, y = _data(n=48, seed=10)
-    gen = torch.Generator().manual_seed(3)
-    x_mask = (torch.rand(x.shape, generator=gen, dtype=torch.float64) > 0.3).double()  # 48 distinct patterns
-    y_mask = (torch.rand(y.shape, generator=gen, dtype=torch.float64) > 0.2).double()
-    net = _net(x, y, atoms=(30,), lam=0.05, beta=0.5, max_iter=20000, tol=1e-9)
-    assert vn_network.PER_SAMPLE_PRODUCT == "operator"
-    for ym in (y_mask, None):  # a masked and an unmasked output side
-        fast = net.infer(x, y, x_mask, ym)
-        monkeypatch.setattr(vn_network, "PER_SAMPLE_PRODUCT", "gram")
-        ref = net.infer(x, y, x_mask, ym)
-        monkeypatch.setattr(vn_network, "PER_SAMPLE_PRODUCT", "operator")
-        for inf in (fast, ref):
-            assert float(net.optimality_residual(inf)[0].max()) < 1e-6
-        torch.testing.assert_close(fast.total_energy, ref.total_energy, rtol=1e-8, atol=0)
-        G = net._gram(0, 1.0, 0.5, x_mask, ym)  # (B, K, K)
-        op = net._masked_hessian(0, 1.0, 0.5, x_mask, ym)
-        g = torch.randn(48, 30, generator=gen, dtype=torch.float64)
-        torch.testing.assert_close(op(g), torch.bmm(G, g.unsqueeze(-1)).squeeze(-1))
-        torch.testing.assert_close(largest_eigenvalue(op, like=g), largest_eigenvalue(G))
-    with pytest.raises(ValueError, match="like"):
-        largest_eigenvalue(op)
+    used = []
+    real = vn_network.masked_lasso
 
+    def spy(*args, **kw):
+        res = real(*args, **kw)
+        used.append(res.form)
+        return res
+
+    monkeypatch.setattr(vn_network, "masked_lasso", spy)
+    x, y = _data(n=32, d_in=16, seed=4)
+    net = _net(x, y, atoms=(96,), lam=0.05, max_iter=50)
+    mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) > 0.3).double()
+    used.clear()
+    net.infer(x, y, mask)
+    assert used == ["factor"]
+    few = _net(x, y, atoms=(8,), lam=0.05, max_iter=50)
+    used.clear()
+    few.infer(x, y)
+    assert used == ["gram"]

@@ -34,15 +34,17 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
 
 def validation_split(task: Task, val_fraction: float = 0.2) -> tuple[Split, Split]:
     """``(train, validation)``: ``task.train`` split at random with the fixed
-    ``VALIDATION_SEED``, so every model and every grid point sees the same partition."""
+    ``VALIDATION_SEED``, so every model and every grid point sees the same partition. For a
+    continual task (``task.stages``) the first stage is split instead: a configuration chosen
+    for continual learning must not have seen any later stage."""
     if not isinstance(task, Task):
         raise ValueError(f"task: expected a Task, got {type(task).__name__}")
     if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
         raise ValueError(f"val_fraction: must be in (0, 1), got {val_fraction!r}")
     gen = torch.Generator().manual_seed(VALIDATION_SEED)
-    tr_idx, va_idx = carve_validation(len(task.train), val_fraction, gen)
-    train, val = task.train.subset(tr_idx), task.train.subset(va_idx)
-    return train, val
+    source = next(iter(task.stages.values())) if task.stages else task.train
+    tr_idx, va_idx = carve_validation(len(source), val_fraction, gen)
+    return source.subset(tr_idx), source.subset(va_idx)
 
 
 def tune(task: Task, model: str, grid: dict[str, list[Any]], *, seed: int = 0, val_fraction: float = 0.2,

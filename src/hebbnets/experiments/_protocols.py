@@ -18,8 +18,10 @@ protocol never writes records itself::
 
 Built-ins: ``fit`` (train on ``task.train``, score every test split with the task metric and
 every ``task.extra_metrics``; options ``curve`` (score the test splits after every epoch) and
-``statistics`` (names of extra statistics, see ``register_statistic``)) and ``tune`` (fit on
-the training split minus a validation part carved from it, score that part only).
+``statistics`` (names of extra statistics, see ``register_statistic``)), ``tune`` (fit on
+the training split minus a validation part carved from it, score that part only) and
+``continual`` (a continual task's stages in order: ``hebbnets.continual.continual_job``) and
+``amortised`` (a VN and its amortised encoders against FISTA: ``hebbnets.vn.amortised.amortised_job``).
 """
 from __future__ import annotations
 
@@ -210,6 +212,42 @@ def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
     ctx.fit(train)
     value = float(get_metric(ctx.task.metric)(ctx.model.predict(val.x, val.x_mask), val))
     return [{"split": "validation", "metric": ctx.task.metric, "value": value}]
+
+
+@register_protocol("continual")
+def continual_protocol(ctx: FitContext) -> list[dict[str, Any]]:
+    """Learn a continual task's stages in order (``fit``, then ``partial_fit``) and score after
+    each; option ``entanglement``: the reuse and overlap measures (``hebbnets.continual.continual_job``)."""
+    from ..continual import continual_job
+
+    return continual_job(ctx)
+
+
+def _check_continual(model: Any, task: Any, options: dict[str, Any]) -> None:
+    from ..continual import check_continual
+
+    check_continual(model, task, options)
+
+
+continual_protocol.check = _check_continual
+
+
+@register_protocol("amortised")
+def amortised_protocol(ctx: FitContext) -> list[dict[str, Any]]:
+    """Fit a VN, train its amortised encoders, time and score them against plain FISTA on
+    every test split (``hebbnets.vn.amortised.amortised_job``)."""
+    from ..vn.amortised import amortised_job
+
+    return amortised_job(ctx)
+
+
+def _check_amortised(model: Any, task: Any, options: dict[str, Any]) -> None:
+    from ..vn.amortised import check_amortised
+
+    check_amortised(model, task, options)
+
+
+amortised_protocol.check = _check_amortised
 
 
 # -- built-in statistics ------------------------------------------------------------------------

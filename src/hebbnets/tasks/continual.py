@@ -17,8 +17,13 @@ measures in ``hebbnets.entanglement``.
 * ``mnist_continual``: reconstruct the real digits 0-4, then 5-9 (``mnist_comp``'s digits and
   train / test image pools); ``ood_cross_add`` = ``clip(a + b, 0, 1)`` of a test digit of the
   first stage and one of the second.
+* ``nbody_continual``: ``nbody``'s next-step prediction, first under one pair of force laws
+  (each alone and both together), then under the other pair; ``ood_cross`` = one law of each
+  stage together. Body counts ``[n_min, n_max]`` everywhere; the target units (``delta_scale``)
+  come from the first stage's training systems.
 
-(The N-body stages, one pair of force laws then the other, are not here yet.)
+Every continual task loads the configurations chosen for it (``configs/<task>[-<mode>].json``,
+tuned on validation data carved from its *first* stage only: ``hebbnets.bench.validation_split``).
 """
 from __future__ import annotations
 
@@ -27,8 +32,11 @@ from typing import Any
 import torch
 
 from .._split import Split
+from .._validation import check_choice
+from . import _configs
 from . import functions1d as f1d
-from . import mnist_comp
+from . import mnist_comp, nbody
+from ._nbody_sim import LAWS
 from ._task import Task, check_params, register_task
 
 
@@ -135,6 +143,7 @@ def make_functions1d_continual(seed: int = 0, scale: str = "quick", **params: An
         metric=parts[0].metric,
         params=params_out,
         stages=stage_splits,
+        model_configs=_configs.chosen(f"functions1d_continual-{p['mode']}"),
         info={"t": joint.info["t"], "factors": f1d.FAMILIES,
               "stage_factors": {n: sorted(f) for n, f in zip(names, factors)},
               "combos": combos, "combo_ids": ids,
@@ -210,6 +219,7 @@ def make_mnist_continual(seed: int = 0, scale: str = "quick", **params: Any) -> 
         metric="mse",
         params={"seed": seed, "scale": scale, **p, "stage_digits": [list(s) for s in stages]},
         stages=stage_splits,
+        model_configs=_configs.chosen("mnist_continual"),
         info={"factors": tuple(range(10)), "stage_factors": {n: sorted(s) for n, s in zip(names, stages)},
               "index": index, "labels": {k: labels[v] for k, v in index.items()},
               "factor_labels": {k: one_hot(v) for k, v in index.items()},
@@ -217,4 +227,63 @@ def make_mnist_continual(seed: int = 0, scale: str = "quick", **params: Any) -> 
     )
 
 
-__all__ = ["combo_families", "concat_splits", "make_functions1d_continual", "make_mnist_continual"]
+# --- nbody -------------------------------------------------------------------------------------------
+# every nbody parameter except its split definitions and sizes
+_NB_PASSED = {s: {k: v for k, v in nbody._DEFAULTS[s].items() if k not in ("n_train", "n_test", "n_fewer", "fewer_laws")}
+              for s in nbody._DEFAULTS}
+_NB_OWN = dict(stage_laws=(("gravity", "drag"), ("lorentz", "spring")))
+_NB_DEFAULTS = {
+    "quick": dict(n_train=2000, n_test=400, **_NB_OWN, **_NB_PASSED["quick"]),
+    "paper": dict(n_train=10000, n_test=2000, **_NB_OWN, **_NB_PASSED["paper"]),
+}
+
+
+@register_task("nbody_continual")
+def make_nbody_continual(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
+    """Build the task (module docstring). Parameters: ``stage_laws`` (a list of stages, each a
+    list of force laws from ``gravity``, ``drag``, ``lorentz``, ``spring``, disjoint; a stage
+    trains on each of its laws alone and on all of them together), ``n_train`` (per stage),
+    ``n_test`` (per test split), and every ``nbody`` parameter but ``n_fewer`` / ``fewer_laws``
+    (``window``, ``n_min``, ``n_max``, ``dt``, the law strengths, ...)."""
+    p = check_params(params, _NB_DEFAULTS[scale], "nbody_continual")
+    stages = _stage_list(p["stage_laws"], "stage_laws")
+    for stage in stages:
+        if any(law not in LAWS for law in stage) or len(set(stage)) != len(stage):
+            raise ValueError(f"stage_laws: expected distinct laws from {list(LAWS)} per stage, got {list(stage)!r}")
+    _check_disjoint([set(s) for s in stages], "stage_laws")
+    for key in ("n_train", "n_test", "window", "n_min", "n_max", "substeps", "rollout_steps"):
+        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
+            raise ValueError(f"{key}: expected an int >= 1, got {p[key]!r}")
+    if p["window"] < 2 or p["n_min"] > p["n_max"]:
+        raise ValueError(f"window: need window >= 2 and n_min <= n_max, got {p['window']}, {p['n_min']}, {p['n_max']}")
+    check_choice(p["target"], ("delta", "state"), "target")
+    gen = torch.Generator().manual_seed(seed)
+    bodies = tuple(range(int(p["n_min"]), int(p["n_max"]) + 1))
+    law_sets = [[(law,) for law in stage] + ([tuple(stage)] if len(stage) > 1 else []) for stage in stages]
+    names = [f"stage{k + 1}" for k in range(len(stages))]
+    stage_splits, raw, tests = {}, {}, {}
+    scale_ = None
+    for name, sets in zip(names, law_sets):  # the first stage's systems fix the target units
+        stage_splits[name], raw[name], scale_ = nbody.simulate_split(p["n_train"], sets, bodies, p, gen, scale_)
+    everything = [s for sets in law_sets for s in sets]
+    cross = [(a, b) for a in stages[0] for b in stages[1]]
+    for key, sets in [("id", everything), *[(f"id_{n}", s) for n, s in zip(names, law_sets)], ("ood_cross", cross)]:
+        tests[key], raw[key], _ = nbody.simulate_split(p["n_test"], sets, bodies, p, gen, scale_)
+    raw["train"] = {"active": torch.cat([raw[n]["active"] for n in names])}
+    return Task(
+        name="nbody_continual",
+        train=concat_splits(list(stage_splits.values())),
+        tests=tests,
+        metric="mse",
+        params={"seed": seed, "scale": scale, **p, "stage_laws": [list(s) for s in stages]},
+        stages=stage_splits,
+        model_configs=_configs.chosen("nbody_continual"),
+        info={"features": nbody.FEATURES, "laws": LAWS, "factors": LAWS, "target_scale": scale_.float(),
+              "stage_factors": {n: sorted(s) for n, s in zip(names, stages)},
+              "law_sets": {"cross": [list(c) for c in cross], **{n: [list(s) for s in sets] for n, sets in zip(names, law_sets)}},
+              "factor_labels": {k: d["active"] for k, d in raw.items()},
+              "n_bodies": {k: d["n_bodies"] for k, d in raw.items() if "n_bodies" in d}},
+    )
+
+
+__all__ = ["combo_families", "concat_splits", "make_functions1d_continual", "make_mnist_continual", "make_nbody_continual"]

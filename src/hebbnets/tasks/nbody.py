@@ -168,14 +168,7 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         "ood_fewer": _generate(int(p["n_test"]), fewer_held, {c: fewer for c in fewer_held}, p, gen),
         "ood_both": _generate(int(p["n_test"]), multi, {c: fewer for c in multi}, p, gen),
     }
-    w = int(p["window"])
-    # target scale from the training split only: one std for position deltas, one for velocity
-    tr = raw["train"]
-    delta = (tr["traj"][:, w] - tr["traj"][:, w - 1])[tr["mask"] > 0]  # (bodies, 4)
-    pos_s, vel_s = float(delta[:, :2].std()), float(delta[:, 2:].std())
-    target_scale = torch.tensor([pos_s, pos_s, vel_s, vel_s], dtype=torch.float64)
-    if p["target"] == "state":
-        target_scale = torch.ones(4, dtype=torch.float64)
+    target_scale = delta_scale(raw["train"], p)  # from the training split only
     splits, future = {}, {}
     for key, data in raw.items():
         splits[key], future[key] = _to_split(data, p, target_scale)
@@ -198,6 +191,30 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
         # the runner records both next to the task metric on every split
         extra_metrics={"next_step_nmse": next_step_nmse, "rollout_mse": _rollout_mse_full},
     )
+
+
+def delta_scale(train: dict[str, torch.Tensor], p: dict[str, Any]) -> torch.Tensor:
+    """``(4,)`` target units: one std for the position deltas of the simulated systems ``train``
+    (``_generate``'s output), one for the velocity deltas; ones for ``target="state"``."""
+    if p["target"] == "state":
+        return torch.ones(4, dtype=torch.float64)
+    w = int(p["window"])
+    delta = (train["traj"][:, w] - train["traj"][:, w - 1])[train["mask"] > 0]  # (bodies, 4)
+    pos_s, vel_s = float(delta[:, :2].std()), float(delta[:, 2:].std())
+    return torch.tensor([pos_s, pos_s, vel_s, vel_s], dtype=torch.float64)
+
+
+def simulate_split(n: int, law_sets: list[tuple[str, ...]], n_bodies: tuple[int, ...], p: dict[str, Any],
+                   gen: torch.Generator, target_scale: torch.Tensor | None = None
+                   ) -> tuple[Split, dict[str, torch.Tensor], torch.Tensor]:
+    """``n`` systems under ``law_sets`` (each drawn uniformly) with a body count drawn from
+    ``n_bodies``, as a split of this task's shapes: ``(split, raw systems, target_scale)``;
+    ``target_scale`` defaults to ``delta_scale`` of these systems. For tasks built on the same
+    simulator (``hebbnets.tasks.continual``'s ``nbody_continual``)."""
+    sets = [tuple(s) for s in law_sets]
+    data = _generate(n, sets, {s: tuple(n_bodies) for s in sets}, p, gen)
+    scale = delta_scale(data, p) if target_scale is None else target_scale
+    return _to_split(data, p, scale)[0], data, scale
 
 
 def _get_split(task: Task, split_name: str) -> Split:
@@ -268,4 +285,4 @@ def _rollout_mse_full(model: Any, task: Task, split_name: str) -> float:
     return rollout_mse(model, task, split_name, steps=int(task.params["rollout_steps"]))
 
 
-__all__ = ["FEATURES", "make_nbody", "next_step_nmse", "rollout_mse", "rollout_states"]
+__all__ = ["FEATURES", "delta_scale", "make_nbody", "next_step_nmse", "rollout_mse", "rollout_states", "simulate_split"]

@@ -1,7 +1,7 @@
 """Vector Networks: rank-1 atom layers, batched FISTA inference, Atomic-Hebb learning."""
 from .fista import (
-    FistaResult, fista, fista_gram, ista_reference, keep_topk, kkt_violation, largest_eigenvalue, lasso_optimality_residual,
-    soft_threshold,
+    FistaResult, LassoTerm, choose_product_form, fista, fista_gram, ista_reference, keep_topk, kkt_violation,
+    largest_eigenvalue, lasso_optimality_residual, masked_lasso, soft_threshold,
 )
 from .applied import AppliedAtomLayer, AppliedAtomStack, AppliedInference
 from .applied_model import AppliedVN, AppliedVNConfig
@@ -25,6 +25,7 @@ __all__ = [
     "AppliedVNConfig",
     "AtomLayer",
     "FistaResult",
+    "LassoTerm",
     "Inference",
     "LISTA",
     "LISTAConfig",
@@ -38,6 +39,7 @@ __all__ = [
     "PrivatePairLayer",
     "VNConfig",
     "VectorNetwork",
+    "choose_product_form",
     "fista",
     "fista_gram",
     "ista_reference",
@@ -45,6 +47,7 @@ __all__ = [
     "kkt_violation",
     "lasso_optimality_residual",
     "lasso_reference",
+    "masked_lasso",
     "matrix_inference_speed",
     "pair_atom_choice",
     "largest_eigenvalue",

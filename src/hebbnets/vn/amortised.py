@@ -364,4 +364,67 @@ def measure(amortised: AmortisedVN, split: Split, metric: str | None = None, rep
     return [rec_cold, rec_am, rec_warm]
 
 
-__all__ = ["AmortisedVN", "LISTA", "LISTAConfig", "measure"]
+# --- the experiments runner's job ------------------------------------------------------------------
+AMORTISED_OPTIONS = ("objective", "steps", "encoder", "repeats")
+#: rows of ``amortised_job`` per test split: the ``measure`` field each reads (method, field)
+_ROWS = {
+    "fista_error": ("fista", "error"), "amortised_error": ("amortised", "error"),
+    "warm_start_error": ("warm_start", "error"), "fista_seconds": ("fista", "seconds"),
+    "amortised_seconds": ("amortised", "seconds"), "warm_start_seconds": ("warm_start", "seconds"),
+    "error_ratio": ("amortised", "error_ratio"), "energy_ratio": ("amortised", "energy_ratio"),
+    "speedup_equal_energy": ("amortised", "speedup_equal_energy"),
+    "speedup_equal_error": ("amortised", "speedup_equal_error"),
+    "fista_budget_equal_energy": ("amortised", "fista_budget_equal_energy"),
+    "fista_budget_equal_error": ("amortised", "fista_budget_equal_error"),
+    "warm_start_speedup": ("warm_start", "speedup"),
+    "warm_start_speedup_equal_energy": ("warm_start", "speedup_equal_energy"),
+    "warm_start_iteration_ratio": ("warm_start", "iteration_ratio"),
+}
+
+
+def check_amortised(model: Any, task: Any, options: dict[str, Any]) -> None:
+    """Plan-time check of protocol ``"amortised"``: a ``VectorNetwork`` and known options."""
+    unknown = sorted(set(options) - set(AMORTISED_OPTIONS))
+    if unknown:
+        raise ValueError(f"options: unknown option(s) {unknown} for protocol 'amortised'; known: {list(AMORTISED_OPTIONS)}")
+    if not isinstance(model, VectorNetwork):
+        raise ValueError(f"model: protocol 'amortised' needs a VectorNetwork ('vn'), got {type(model).__name__}")
+    check_choice(options.get("objective", "lasso"), OBJECTIVES, "objective")
+    LISTAConfig(**{"steps": options.get("steps", 3), **dict(options.get("encoder", {}))})  # fields checked
+
+
+def amortised_job(ctx: Any) -> list[dict[str, Any]]:
+    """Protocol ``"amortised"`` (``ctx``: an experiments ``FitContext``): fit the VN on
+    ``task.train``, score it, train one ``LISTA`` per layer on the training inputs
+    (``AmortisedVN.fit``; options ``objective`` (default ``"lasso"``), ``steps`` (3) and
+    ``encoder``, ``LISTAConfig`` training fields), then ``measure`` every test split.
+
+    Rows per test split: the VN's task metric, and from ``measure`` (named as in ``_ROWS``):
+    the three methods' errors and seconds, the encoder's ``error_ratio`` / ``energy_ratio`` to
+    plain FISTA, its ``speedup_equal_energy`` / ``speedup_equal_error`` (plain FISTA's cheapest
+    budget at least as good, over the encoder's time; when no budget up to ``max_iter`` is as
+    good, FISTA's full-budget time over the encoder's, and ``beyond_budget_<energy|error>`` = 1:
+    a lower bound), and the warm start's speed-ups. ``stats["encoder_seconds"]``: training time.
+    """
+    ctx.fit()
+    rows = ctx.score_tests()
+    vn, opts = ctx.model, ctx.options
+    t0 = time.perf_counter()
+    am = AmortisedVN.fit(vn, ctx.task.train, steps=int(opts.get("steps", 3)), objective=opts.get("objective", "lasso"),
+                         seed=ctx.seed, **{"progress": False, **dict(opts.get("encoder", {}))})
+    ctx.stats["encoder_seconds"] = time.perf_counter() - t0
+    for name, split in ctx.task.tests.items():
+        recs = {r["method"]: r for r in measure(am, split, ctx.task.metric, repeats=int(opts.get("repeats", 3)))}
+        fista_full = recs["fista"]["seconds"]
+        for key in ("energy", "error"):  # no FISTA budget as good: a lower bound from the full budget
+            beyond = recs["amortised"][f"speedup_equal_{key}"] is None
+            if beyond:
+                recs["amortised"][f"speedup_equal_{key}"] = fista_full / recs["amortised"]["seconds"]
+            rows.append({"split": name, "metric": f"beyond_budget_{key}", "value": float(beyond)})
+        for metric, (method, field) in _ROWS.items():
+            v = recs[method][field]
+            rows.append({"split": name, "metric": metric, "value": None if v is None else float(v)})
+    return rows
+
+
+__all__ = ["AmortisedVN", "LISTA", "LISTAConfig", "amortised_job", "check_amortised", "measure"]

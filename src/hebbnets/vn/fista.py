@@ -11,6 +11,22 @@ Hessian given as an operator applied once per iteration (``H y`` for the momentu
 linear combination of products already computed); ``fista_gram`` is it with a Gram matrix, one
 ``(B, K) x (K, K)`` GEMM per iteration. ``lasso_optimality_residual`` certifies a solution
 independently of the solver.
+
+Two ways to spend less on the Hessian product, each beside the plain form it replaces (and
+tested against it by objective and optimality, never by timings):
+
+* ``masked_lasso``: a LASSO whose smooth part is a sum of masked least-squares terms
+  ``c/2 ||m ⊙ (t - A g)||^2`` (a VN layer's energy) in the cheapest of three *product forms*,
+  chosen by shape (``choose_product_form``): ``"gram"`` (one shared ``(K, K)`` Gram matrix per
+  mask pattern), ``"per_sample"`` (a ``(B, K, K)`` Gram matrix, one per sample) or
+  ``"factor"`` (``c A^T (m ⊙ (A v))`` as two GEMMs with the shared design, never forming a
+  per-sample matrix). With per-sample masks and more atoms than rows the per-sample Gram form
+  costs ``B K^2 n`` to build and streams ``B K^2`` numbers per iteration, the factor form
+  ``2 B K n`` per iteration in GEMMs.
+* ``fista_working_set``: a shared-Gram LASSO solved on a small per-sample *working set* of atoms
+  (the support so far plus the worst optimality violators), growing it until the full problem's
+  KKT conditions hold; the inner solves are ``fista`` on ``(B, w, w)`` gathered Gram matrices,
+  ``w`` much smaller than ``K`` when the codes are sparse.
 """
 from __future__ import annotations
 
@@ -80,6 +96,9 @@ class FistaResult:
         iterations: iterations run.
         converged: every row's prox-gradient residual fell below ``tol``.
         history: ``(iterations + 1, B)`` objective after each iteration (if requested).
+        form: the product form ``masked_lasso`` used (empty for the other solvers).
+        rounds: ``fista_working_set`` only: the samples solved in each round (each round ends
+            with a ``(samples, K) x (K, K)`` GEMM for the full problem's gradient).
     """
 
     codes: torch.Tensor
@@ -87,6 +106,8 @@ class FistaResult:
     iterations: int
     converged: bool
     history: torch.Tensor | None = None
+    form: str = ""
+    rounds: tuple[int, ...] = ()
 
 
 def _rowsum(t: torch.Tensor) -> torch.Tensor:
@@ -301,6 +322,347 @@ def fista_gram(
         lip = largest_eigenvalue(G)
     return fista(hessian, b, lam, lip, g0=g0, max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk,
                  record_history=record_history, monotone=monotone)
+
+
+# --- working sets: use the sparsity of the solution ---------------------------------------------
+#: atoms per sample in the first working set (grown as the optimality check asks)
+WORKING_SET_SIZE = 16
+
+
+def gershgorin_bound(G: torch.Tensor) -> torch.Tensor:
+    """Upper bound of the largest eigenvalue of symmetric ``G`` ``(..., w, w)``: the largest
+    absolute row sum (Gershgorin's circles). ``(...,)``"""
+    return G.abs().sum(-1).amax(-1)
+
+
+def _working_set(score: torch.Tensor, g: torch.Tensor, size: int) -> torch.Tensor:
+    """``(B, size)`` atom indices per sample: the support of ``g`` first, then the highest
+    ``score`` (how strongly an inactive atom violates optimality)."""
+    priority = torch.where(g != 0, torch.full_like(score, math.inf), score)
+    return priority.topk(size, dim=1).indices
+
+
+def fista_working_set(
+    G: torch.Tensor,
+    b: torch.Tensor,
+    lam: float,
+    g0: torch.Tensor | None = None,
+    size: int = WORKING_SET_SIZE,
+    max_iter: int = 500,
+    tol: float = 1e-5,
+    kkt_tol: float | None = None,
+    max_rounds: int = 20,
+    nonneg: bool = False,
+) -> FistaResult:
+    """``fista_gram``'s problem ``min_g 1/2 g^T G g - b^T g + lam ||g||_1`` (shared ``G``),
+    solved on a small working set of atoms per sample.
+
+    Each round gathers, for every sample not yet done, the ``(w, w)`` block of ``G`` on its
+    working set (its current support plus the atoms that violate optimality most), solves that
+    sub-LASSO with ``fista`` to ``tol`` (warm-started; a batched ``(B, w, w)`` product per
+    iteration instead of a ``(B, K) x (K, K)`` GEMM), and checks the *full* problem's KKT
+    conditions with one GEMM. A sample is done when no atom outside its working set violates
+    them by more than ``kkt_tol``; otherwise its violators join its working set (``w`` grows,
+    at most doubling per round). The working set's solution is then the full problem's up to
+    the inner tolerance, so the answer is certified by ``lasso_optimality_residual`` on the full
+    problem like any other solver's.
+
+    Args:
+        G: ``(K, K)`` shared Gram matrix. b: ``(B, K)``. lam: l1 weight.
+        g0: warm start ``(B, K)``. size: first working-set size (at most ``K``).
+        max_iter, tol: budget and tolerance of each inner ``fista`` solve.
+        kkt_tol: largest optimality violation accepted outside the working set (default
+            ``1e-2 lam``: activating an atom violating by ``v`` would lower the objective by
+            about ``v^2 / (2 G_jj)``).
+        max_rounds: rounds before giving up (``converged`` is then False).
+        nonneg: the ``g >= 0`` constraint.
+
+    Each block's Lipschitz constant is its Gershgorin bound (``gershgorin_bound``): guaranteed,
+    one pass, and close for the small, nearly diagonal blocks of a sparse solution.
+
+    Returns:
+        ``FistaResult`` with ``iterations`` summed over rounds (of the inner solves),
+        ``converged`` (every sample met ``kkt_tol``), ``objective`` of the full problem and
+        ``rounds`` (samples per round).
+    """
+    if b.ndim != 2 or b.shape[0] == 0:
+        raise ValueError(f"b: expected a non-empty (B, K) tensor, got shape {tuple(b.shape)}")
+    B, K = b.shape
+    if G.shape != (K, K):
+        raise ValueError(f"G: expected one shared ({K}, {K}) Gram matrix, got {tuple(G.shape)}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise ValueError(f"size: expected an int >= 1, got {size!r}")
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise ValueError(f"max_rounds: expected an int >= 1, got {max_rounds!r}")
+    if not (bool(torch.isfinite(b).all()) and bool(torch.isfinite(G).all())):
+        raise ValueError("b: G and b must be finite (NaN or Inf found)")
+    if g0 is not None and tuple(g0.shape) != (B, K):
+        raise ValueError(f"g0: expected shape {(B, K)} (like b), got {tuple(g0.shape)}")
+    kkt_tol = 1e-2 * lam if kkt_tol is None else kkt_tol
+    g = torch.zeros_like(b) if g0 is None else g0.clone()
+    d = g @ G - b if g0 is not None else -b  # (B, K) gradient of the smooth part
+    todo = torch.arange(B)
+    w, iterations, rounds = min(size, K), 0, []
+    while len(todo) and len(rounds) < max_rounds:
+        rounds.append(len(todo))
+        gt, dt = g[todo], d[todo]
+        score = -dt if nonneg else dt.abs()
+        idx = _working_set(score, gt, w)  # (T, w)
+        Gw = G[idx[:, :, None], idx[:, None, :]]  # (T, w, w)
+        sub = fista(lambda v: torch.bmm(Gw, v.unsqueeze(-1)).squeeze(-1), b[todo].gather(1, idx), lam,
+                    gershgorin_bound(Gw), g0=gt.gather(1, idx), max_iter=max_iter, tol=tol, nonneg=nonneg)
+        iterations += sub.iterations
+        gt = torch.zeros_like(gt).scatter_(1, idx, sub.codes)
+        dt = torch.addmm(b[todo], gt, G, alpha=1.0, beta=-1.0)  # the full problem's gradient: one GEMM
+        g[todo], d[todo] = gt, dt
+        # optimality outside the working set (inside it, the inner solve's tol rules); an
+        # unfinished sample's violators join its working set
+        over = ((-(dt + lam)) if nonneg else (dt.abs() - lam)) > kkt_tol  # (T, K)
+        outside = torch.ones_like(over).scatter_(1, idx, False)
+        left = (over & outside).any(1)
+        if bool(left.any()):
+            need = int(((gt[left] != 0) | over[left]).sum(1).max())
+            w = min(K, max(w, min(2 * w, need)))
+        todo = todo[left]
+    objective = lasso_gram_objective(g, d + b, b, lam)  # G g = d + b: no product needed
+    return FistaResult(codes=g, objective=objective, iterations=iterations, converged=len(todo) == 0,
+                       rounds=tuple(rounds))
+
+
+# --- product forms of a masked LASSO -------------------------------------------------------------
+PRODUCT_FORMS = ("auto", "gram", "per_sample", "factor")
+# The cost model counts multiply-adds per solve. A batched matrix-vector product with per-sample
+# matrices streams them from memory at every use: it counts MATVEC_PENALTY times a GEMM's
+# multiply-adds (measured 8-30x slower per multiply-add on this project's CPUs). Every FISTA
+# iteration also pays a fixed cost of about 30 small kernel launches (~100-150 us measured), which
+# ITERATION_OVERHEAD expresses in multiply-adds; the "gram" form pays it once per mask pattern.
+MATVEC_PENALTY = 8
+ITERATION_OVERHEAD = 1e6
+# power iterations behind the Lipschitz constant of a Gram matrix (largest_eigenvalue's default)
+EIG_ITERATIONS = 100
+# the factor form's Lipschitz constant per sample: min(guaranteed bound, POWER_SAFETY x an estimate
+# from POWER_ITERATIONS power iterations through the operator), as hebbnets.vn.applied does
+POWER_ITERATIONS = 30
+POWER_SAFETY = 1.02
+# the per-sample form holds a (B, K, K) tensor: only below this many entries
+PER_SAMPLE_MAX_ENTRIES = 2**26
+
+
+@dataclass(frozen=True, eq=False)
+class LassoTerm:
+    """One quadratic term ``weight/2 ||m ⊙ (target - design g)||^2`` of a LASSO's smooth part.
+
+    Attributes:
+        weight: ``c >= 0``.
+        design: ``(n, K)``: the atoms' side this term compares (a VN layer's ``S`` or ``U``).
+        target: ``(B, n)``.
+        mask: ``None`` (every entry observed), ``(n,)`` (one 0/1 pattern for every sample) or
+            ``(B, n)`` (a 0/1 pattern per sample).
+    """
+
+    weight: float
+    design: torch.Tensor
+    target: torch.Tensor
+    mask: torch.Tensor | None = None
+
+    @property
+    def per_sample(self) -> bool:
+        return self.mask is not None and self.mask.ndim == 2
+
+    def linear(self) -> torch.Tensor:
+        """``c (m ⊙ t) A``: this term's part of the linear term ``b`` ``(B, K)``."""
+        t = self.target if self.mask is None else self.target * self.mask
+        return self.weight * (t @ self.design)
+
+    def gram(self, mask: torch.Tensor | None | str = "own") -> torch.Tensor:
+        """``c A^T diag(m) A``: ``(K, K)`` for no mask or one pattern, ``(B, K, K)`` per sample."""
+        m, A = (self.mask if isinstance(mask, str) else mask), self.design
+        if m is None:
+            G = A.T @ A
+        elif m.ndim == 1:
+            G = (A * m[:, None]).T @ A
+        else:
+            G = torch.einsum("nk,bn,nj->bkj", A, m, A)
+        return self.weight * G
+
+
+def _check_terms(terms: list[LassoTerm]) -> tuple[int, int]:
+    if not terms or not all(isinstance(t, LassoTerm) for t in terms):
+        raise ValueError("terms: expected a non-empty list of LassoTerm")
+    B, K = terms[0].target.shape[0], terms[0].design.shape[1]
+    for i, t in enumerate(terms):
+        n = t.design.shape[0]
+        if t.design.ndim != 2 or t.design.shape[1] != K:
+            raise ValueError(f"terms: term {i}'s design must be (n, K={K}), got {tuple(t.design.shape)}")
+        if tuple(t.target.shape) != (B, n):
+            raise ValueError(f"terms: term {i}'s target must be (B={B}, n={n}), got {tuple(t.target.shape)}")
+        if t.mask is not None and tuple(t.mask.shape) not in ((n,), (B, n)):
+            raise ValueError(f"terms: term {i}'s mask must be ({n},) or ({B}, {n}), got {tuple(t.mask.shape)}")
+        if not (t.weight >= 0 and math.isfinite(t.weight)):
+            raise ValueError(f"terms: term {i}'s weight must be a finite number >= 0, got {t.weight!r}")
+    return B, K
+
+
+def _mask_patterns(terms: list[LassoTerm]) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """``(patterns (P, .), inverse (B,))`` of the per-sample masks side by side; None without any."""
+    per = [t.mask for t in terms if t.per_sample]
+    if not per:
+        return None
+    return torch.unique(torch.cat(per, dim=1), dim=0, return_inverse=True)
+
+
+def product_form_costs(terms: list[LassoTerm], max_iter: int, n_patterns: int = 1) -> dict[str, float]:
+    """Estimated multiply-adds of one ``masked_lasso`` solve of ``max_iter`` iterations in each
+    applicable product form (module docstring; constants above): ``{"gram", "factor"[,
+    "per_sample"]}``. ``n_patterns``: distinct per-sample mask patterns (1 without any)."""
+    B, K = _check_terms(terms)
+    n_all = sum(t.design.shape[0] for t in terms)
+    n_per = sum(t.design.shape[0] for t in terms if t.per_sample)
+    it = max_iter + 1  # the initial product
+    # factor: per-sample-masked terms as two GEMMs; every other term as a shared Gram matrix (when
+    # K <= 2n) or as factors, as _factor_operator does
+    gram_n = [t.design.shape[0] for t in terms if not t.per_sample and K <= 2 * t.design.shape[0]]
+    factor_n = [t.design.shape[0] for t in terms if t.per_sample or K > 2 * t.design.shape[0]]
+    per_it = B * K * (2 * sum(factor_n) + (K if gram_n else 0))
+    setup = (K * K * sum(gram_n) + (EIG_ITERATIONS * K * K if gram_n else 0)
+             + sum(min(K, n) ** 2 * max(K, n) + EIG_ITERATIONS * min(K, n) ** 2 for n in factor_n))
+    costs = {
+        "gram": n_patterns * (K * K * n_all + EIG_ITERATIONS * K * K + it * ITERATION_OVERHEAD) + it * B * K * K,
+        "factor": (it + POWER_ITERATIONS) * (per_it + ITERATION_OVERHEAD) + setup,
+    }
+    if n_per and B * K * K <= PER_SAMPLE_MAX_ENTRIES:
+        costs["per_sample"] = (B * K * K * n_per + K * K * (n_all - n_per)
+                               + (it + EIG_ITERATIONS) * B * K * K * MATVEC_PENALTY + it * ITERATION_OVERHEAD)
+    return costs
+
+
+def choose_product_form(terms: list[LassoTerm], max_iter: int, form: str = "auto",
+                        n_patterns: int | None = None) -> str:
+    """The product form ``masked_lasso`` uses: ``form`` itself when given (an error when it
+    does not apply), else the cheapest by ``product_form_costs``."""
+    if form not in PRODUCT_FORMS:
+        raise ValueError(f"form: expected one of {list(PRODUCT_FORMS)}, got {form!r}")
+    if n_patterns is None:
+        groups = _mask_patterns(terms)
+        n_patterns = 1 if groups is None else len(groups[0])
+    costs = product_form_costs(terms, max_iter, n_patterns)
+    if form != "auto":
+        if form == "per_sample" and form not in costs:
+            raise ValueError("form: 'per_sample' needs per-sample masks and at most "
+                             f"{PER_SAMPLE_MAX_ENTRIES} Gram entries")
+        return form
+    return min(costs, key=costs.__getitem__)  # ties go to "gram" (first)
+
+
+def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]:
+    """``(v -> H v, guaranteed Lipschitz bound)`` of the factor form: per-sample-masked terms
+    as ``c ((v A^T) ⊙ m) A``, the others as one shared Gram matrix or as factors by shape."""
+    K = terms[0].design.shape[1]
+    gram_terms = [t for t in terms if not t.per_sample and K <= 2 * t.design.shape[0]]
+    factor_terms = [t for t in terms if t not in gram_terms and t.weight]
+    G = None
+    for t in gram_terms:
+        G = t.gram() if G is None else G + t.gram()
+    bound = torch.zeros((), dtype=terms[0].design.dtype) if G is None else largest_eigenvalue(G)
+    for t in factor_terms:
+        A = t.design
+        top = largest_eigenvalue(A @ A.T if A.shape[0] < A.shape[1] else A.T @ A)  # lambda_max(A^T A)
+        # diag(m) <= max(m) I, so c A^T diag(m) A <= c max(m) A^T A (Weyl: the bounds add)
+        bound = bound + t.weight * (1.0 if t.mask is None else float(t.mask.max())) * top
+
+    def hessian(v: torch.Tensor) -> torch.Tensor:  # (B, K) -> (B, K)
+        out = None if G is None else v @ G
+        for t in factor_terms:
+            r = v @ t.design.T  # (B, n)
+            if t.mask is not None:
+                r = r * t.mask
+            r = t.weight * (r @ t.design)
+            out = r if out is None else out + r
+        return out
+
+    return hessian, bound
+
+
+def operator_power_estimate(hessian: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, int],
+                            dtype: torch.dtype, n_iter: int = POWER_ITERATIONS) -> torch.Tensor:
+    """Per-sample largest eigenvalue ``(B,)`` of a PSD operator by ``n_iter`` power iterations
+    from a fixed positive start (a Rayleigh quotient: it approaches from below)."""
+    gen = torch.Generator().manual_seed(0)
+    v = (torch.rand(shape[1], generator=gen, dtype=torch.float64) + 0.5).to(dtype).expand(shape).clone()
+    for _ in range(n_iter):
+        w = hessian(v)
+        v = w / w.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
+    return (v * hessian(v)).sum(-1)
+
+
+def masked_lasso(
+    terms: list[LassoTerm],
+    lam: float,
+    g0: torch.Tensor | None = None,
+    max_iter: int = 200,
+    tol: float = 1e-5,
+    nonneg: bool = False,
+    topk: int = 0,
+    form: str = "auto",
+) -> FistaResult:
+    """Solve ``min_g sum_t c_t/2 ||m_t ⊙ (t_t - A_t g)||^2 + lam ||g||_1`` for every sample, in
+    the product form ``choose_product_form`` picks (module docstring).
+
+    * ``"gram"``: samples that share a mask pattern share one Gram matrix ``sum c A^T diag(m) A``
+      and are solved together by ``fista_gram`` (one group without per-sample masks);
+    * ``"per_sample"``: one ``(K, K)`` Gram matrix per sample (``fista_gram`` with ``(B, K, K)``);
+    * ``"factor"``: ``fista`` with the operator ``sum c A^T (m ⊙ (A v))``; its Lipschitz constant
+      per sample is ``min(bound, 1.02 x estimate)``: the guaranteed bound
+      ``sum c max(m) lambda_max(A^T A)`` (masks only shrink the spectrum; measured 6-15 % above
+      the per-sample value with 30 % of the entries masked, which cost about 1 % of the energy
+      at VN's 200-iteration budget) tightened by ``POWER_ITERATIONS`` power iterations through
+      the operator (each about one FISTA iteration). Like ``fista_gram``'s power iteration the
+      estimate approaches from below; the monotone step keeps the objective non-increasing.
+
+    All three solve the same problem (tested by objective and KKT residual). Masks are 0/1.
+
+    Args:
+        terms: the ``LassoTerm``s, all with ``B`` samples and ``K`` atoms.
+        lam, g0 ``(B, K)``, max_iter, tol, nonneg, topk: as in ``fista``.
+        form: ``"auto"`` or a product form.
+
+    Returns:
+        ``FistaResult`` (``objective`` from the form's own product; ``iterations`` the most any
+        group ran; ``converged`` all groups) with ``form`` set.
+    """
+    B, K = _check_terms(terms)
+    groups = _mask_patterns(terms)
+    chosen = choose_product_form(terms, max_iter, form, 1 if groups is None else len(groups[0]))
+    b = None
+    for t in terms:  # the order of the sums is that of the terms (deterministic)
+        b = t.linear() if b is None else b + t.linear()
+    common = dict(max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk)
+    if chosen == "factor":
+        hessian, bound = _factor_operator(terms)
+        lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype))
+        res = fista(hessian, b, lam, lip, g0=g0, **common)
+    elif chosen == "per_sample" or groups is None:
+        G = None
+        for t in terms:
+            G = t.gram() if G is None else G + t.gram()
+        res = fista_gram(G, b, lam, largest_eigenvalue(G), g0=g0, **common)
+    else:  # one shared Gram matrix per mask pattern
+        _, inverse = groups
+        codes, objective = torch.empty_like(b), torch.empty(B, dtype=b.dtype)
+        iterations, converged = 0, True
+        for j in range(int(inverse.max()) + 1):
+            rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
+            first = rows[0]
+            G = None
+            for t in terms:
+                Gt = t.gram(t.mask[first] if t.per_sample else "own")
+                G = Gt if G is None else G + Gt
+            r = fista_gram(G, b[rows], lam, largest_eigenvalue(G), g0=None if g0 is None else g0[rows], **common)
+            codes[rows], objective[rows] = r.codes, r.objective
+            iterations, converged = max(iterations, r.iterations), converged and r.converged
+        res = FistaResult(codes, objective, iterations, converged)
+    res.form = chosen
+    return res
 
 
 def ista_reference(

@@ -39,17 +39,9 @@ from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
 from ._fit import check_fit_fields, fit_local
-from .fista import fista, fista_gram, kkt_violation, largest_eigenvalue
+from .fista import LassoTerm, kkt_violation, masked_lasso
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
-# Group samples by mask pattern (one shared Gram matrix and GEMM per group) while there are at
-# most this many distinct patterns per sample of the batch; beyond it, per-sample Hessians.
-MAX_PATTERN_GROUPS_FRACTION = 0.25
-# How per-sample (masked) Hessians are applied: "operator" (``S^T (m * S g)``: two GEMMs over
-# the batch per FISTA iteration, nothing per-sample formed) or "gram" (one ``(K, K)`` Gram
-# matrix per sample, a batched matrix-vector product per iteration: the slow, obviously correct
-# reference, O(B n K^2) to form and memory-bound to apply; the tests compare the two).
-PER_SAMPLE_PRODUCT = "operator"
 
 
 @dataclass
@@ -226,9 +218,14 @@ class VectorNetwork(Model):
 
     Inputs and targets are flattened: layer 1 sees ``x`` ``(B, n_1)``, the top layer's message
     predicts ``y`` ``(B, m_L)``.
+
+    ``product_form`` (an attribute, not a config field: every form solves the same problems)
+    selects how each layer's Hessian is applied (``hebbnets.vn.fista.masked_lasso``); ``"auto"``
+    picks the cheapest by shape.
     """
 
     Config = VNConfig
+    product_form = "auto"
 
     # -- construction --------------------------------------------------------------------------
     def _build(self, spec: DataSpec) -> None:
@@ -256,89 +253,21 @@ class VectorNetwork(Model):
         return (1.0 if l == 0 else self._betas[l - 1]), self._betas[l]
 
     # -- inference -------------------------------------------------------------------------------
-    def _gram(self, l: int, c_in: float, c_out: float, x_mask: torch.Tensor | None,
-              h_mask: torch.Tensor | None) -> torch.Tensor:
-        """Gram matrix ``c_in S^T diag(m_x) S + c_out U^T diag(m_h) U`` of layer ``l``.
-
-        Masks may be ``None`` (all observed), one pattern ``(n,)`` -> ``(K, K)``, or one per
-        sample ``(B, n)`` -> ``(B, K, K)``.
-        """
-        layer = self.layers[l]
-        out = None
-        for c, A, m in ((c_in, layer.S, x_mask), (c_out, layer.U, h_mask)):
-            if not c:
-                continue
-            if m is None:
-                G = A.T @ A  # (K, K)
-            elif m.ndim == 1:
-                G = (A * m[:, None]).T @ A  # (K, K)
-            else:
-                G = torch.einsum("nk,bn,nj->bkj", A, m, A)  # (B, K, K)
-            G = c * G
-            out = G if out is None else out + G
-        return out
-
-    def _masked_hessian(self, l: int, c_in: float, c_out: float, x_mask: torch.Tensor | None,
-                        h_mask: torch.Tensor | None):
-        """The per-sample Hessian of ``_gram`` with ``(B, n)`` / ``(B, m)`` masks as an operator
-        ``(B, K) -> (B, K)``: ``c_in S^T (m_x * S g) + c_out U^T (m_h * U g)`` (an unmasked side
-        uses its shared Gram matrix). Never forms a ``(B, K, K)`` tensor."""
-        layer = self.layers[l]
-        parts = []
-        for c, A, m in ((c_in, layer.S, x_mask), (c_out, layer.U, h_mask)):
-            if not c:
-                continue
-            if m is None:
-                parts.append(lambda g, G=c * (A.T @ A): g @ G)
-            else:
-                parts.append(lambda g, A=A, m=m, c=c: c * (((g @ A.T) * m) @ A))
-        return lambda g: parts[0](g) if len(parts) == 1 else parts[0](g) + parts[1](g)
-
-    def _fista(self, l: int, G, b: torch.Tensor, g0: torch.Tensor | None) -> tuple[torch.Tensor, int, bool]:
-        """FISTA on layer ``l``'s LASSO; ``G`` a Gram matrix ``(K, K)`` / ``(B, K, K)`` or a
-        per-sample operator (``_masked_hessian``), its Lipschitz constant by power iteration."""
-        cfg = self.config
-        top = l == len(self.layers) - 1
-        opts = dict(g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg, topk=cfg.topk if top else 0)
-        if isinstance(G, torch.Tensor):
-            res = fista_gram(G, b, self._lams[l], largest_eigenvalue(G), **opts)
-        else:
-            res = fista(G, b, self._lams[l], largest_eigenvalue(G, like=b), **opts)
-        return res.codes, res.iterations, res.converged
-
     def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
         """Solve layer ``l``'s LASSO with its neighbours held fixed; returns (codes, iterations,
-        converged). Samples that share a mask pattern share one Gram matrix, so they are solved
-        together with a plain GEMM; when patterns are mostly distinct, each sample's Hessian is applied
-        as an operator (``_masked_hessian``: two GEMMs over the batch per iteration) or, as the
-        reference (``PER_SAMPLE_PRODUCT = "gram"``), formed as its own ``(K, K)`` Gram matrix."""
+        converged). ``hebbnets.vn.fista.masked_lasso`` picks the product form by shape
+        (``product_form``): a shared Gram matrix per mask pattern, one per sample, or, with
+        per-sample masks and many atoms, the factors ``S^T (m ⊙ (S v))`` that never form one."""
         layer = self.layers[l]
+        cfg = self.config
         c_in, c_out = self._precisions(l)
-        if not use_top_down or h_l is None:
-            c_out, h_mask = 0.0, None
-        xm = x_l if x_mask is None else x_l * x_mask
-        b = c_in * (xm @ layer.S)  # (B, K)
-        if c_out:
-            hm = h_l if h_mask is None else h_l * h_mask
-            b = b + c_out * (hm @ layer.U)
-        masks = [m for m in (x_mask, h_mask) if m is not None]
-        if not masks:
-            return self._fista(l, self._gram(l, c_in, c_out, None, None), b, g0)
-        patterns, inverse = torch.unique(torch.cat(masks, dim=1), dim=0, return_inverse=True)
-        if len(patterns) > MAX_PATTERN_GROUPS_FRACTION * b.shape[0]:
-            if PER_SAMPLE_PRODUCT == "gram":
-                return self._fista(l, self._gram(l, c_in, c_out, x_mask, h_mask), b, g0)
-            return self._fista(l, self._masked_hessian(l, c_in, c_out, x_mask, h_mask), b, g0)
-        codes, iterations, converged = torch.empty_like(b), 0, True
-        for j in range(len(patterns)):
-            rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
-            first = rows[0]
-            G = self._gram(l, c_in, c_out, None if x_mask is None else x_mask[first],
-                           None if h_mask is None else h_mask[first])
-            g, it, ok = self._fista(l, G, b[rows], None if g0 is None else g0[rows])
-            codes[rows] = g
-            iterations, converged = max(iterations, it), converged and ok
-        return codes, iterations, converged
+        terms = [LassoTerm(c_in, layer.S, x_l, x_mask)]
+        if use_top_down and h_l is not None and c_out:
+            terms.append(LassoTerm(c_out, layer.U, h_l, h_mask))
+        top = l == len(self.layers) - 1
+        res = masked_lasso(terms, self._lams[l], g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
+                           topk=cfg.topk if top else 0, form=self.product_form)
+        return res.codes, res.iterations, res.converged
 
     @torch.no_grad()
     def infer(
