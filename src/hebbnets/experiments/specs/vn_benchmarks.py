@@ -359,11 +359,22 @@ def round_cuts(ctx: ReportContext) -> list[str]:
         elif len(have) < len(labels):
             missing.append(f"- `{b.name}`: not run in this round: " + ", ".join(f"`{lab}`" for lab in labels
                                                                                 if lab not in have) + ".")
-    imported = sorted({(b.name, lab) for b in ctx.spec.benches for lab in ctx.labels(b.name)
-                       if not ctx.fits(b.name, lab) and ctx.summary_entry(b.name, lab)})
-    if imported:
-        missing.append("- Imported summaries, not rerun (3 seeds each, from an earlier result file at the same "
-                       "configuration; provenance in the record): " + ", ".join(f"`{b}/{lab}`" for b, lab in imported) + ".")
+    same, older = [], []
+    for bench in ctx.spec.benches:
+        chosen = ctx.configs(bench.configs).get("models", {})
+        for lab in ctx.labels(bench.name):
+            e = ctx.summary_entry(bench.name, lab)
+            if ctx.fits(bench.name, lab) or e is None:
+                continue
+            want = chosen.get(bench.tuned_config_key(next(v for v in bench.variants if v.label == lab)), {})
+            want = want.get("config", {})
+            (same if all(e["config"].get(k) == v for k, v in want.items()) else older).append(f"`{bench.name}/{lab}`")
+    if same:
+        missing.append("- Imported summaries, not rerun (3 seeds each, from an earlier result file, at the configuration "
+                       "chosen now; provenance in the record): " + ", ".join(same) + ".")
+    if older:
+        missing.append("- Imported summaries at an **earlier configuration** than the one chosen now (not rerun this "
+                       "round; their rows and claim lines describe that earlier configuration): " + ", ".join(older) + ".")
     if missing:
         lines += ["Not run (compute time), so every statement below leaves these out:", "", *missing, ""]
     return lines
