@@ -198,6 +198,13 @@ READINGS = {
     "vn_matrix": "matrix reading (`U G S^T`, shared factors)",
     "vn_pairs": "pair atoms (`[p_a; q_b] -> u_a v_b^T`)",
 }
+#: what a reading that carries a claim line builds in (stated next to the verdict)
+CAVEATS = {
+    "vn_pairs": "its output atoms `u_a v_b^T` have the product form of the images, the hand-factorised decoder's "
+                "inductive bias; inference picks the pair atom and Atomic-Hebb learns the factors",
+    "vn_matrix": "a bump image is exactly one matrix atom `u_a s_b^T`: the reading has the data's rank-1 structure as "
+                 "its inductive bias, learned rather than built in",
+}
 #: ablations of a reading, never a baseline and never a reading that can carry the claim
 CONTROLS = {"vn_matrix-private": "vn_matrix"}
 #: exact by construction (the answer's product structure is built in by hand): shown, labelled,
@@ -310,7 +317,8 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
             return None, "no records yet."
         verdicts = [(lab, *_reading_verdict(ctx, bench.name, lab)) for lab in readings]
         holding = [lab for lab, ok, _ in verdicts if ok]
-        head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading. " if holding
+        head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading"
+                + "".join(f" ({CAVEATS[h]})" for h in holding if h in CAVEATS) + ". " if holding
                 else "Under no reading. ")
         return bool(holding), (head + f"({strength}) Error / best baseline's error per split (the baseline in "
                                "brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
