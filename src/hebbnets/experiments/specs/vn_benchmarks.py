@@ -355,7 +355,9 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "variant stopped by its cap may still have been improving; each fit records its best epoch).",
              f"- **Searches.** Each VN variant: {SPATIAL_DECODE.tuning['vn'].n_points} validation points on spatial2d "
              "(cut from 7: its base, more atoms, a lower `lam`) and "
-             f"{FUNCTIONS_MASKED.tuning['vn'].n_points} on functions1d (the spec's search). The baselines were not "
+             f"{FUNCTIONS_MASKED.tuning['vn'].n_points} on functions1d (atoms fixed at 150: a first run of that search "
+             "chose 300 atoms, which break the 2x parameter rule against Mamba, and was replaced; no FISTA-budget "
+             "move). The baselines were not "
              "re-tuned: they keep the configurations of their earlier rounds, with more points each (counts under "
              "\"Tuning effort\" below), so the searches are unequal in the baselines' favour.",
              "- **Not re-tuned rows.** `vn-inpaint` runs at `vn`'s chosen configuration (only the reading differs); "
