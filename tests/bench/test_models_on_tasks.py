@@ -57,11 +57,19 @@ def _count(model: str, task) -> int:
     return m.num_parameters
 
 
+#: not held to the parameter budget: the other VN readings (their size is what the reading makes it;
+#: the reports print every model's count) and the hand-factorised decoder (exact by construction,
+#: never counted as the best baseline)
+BUDGET_EXEMPT = ("vn_matrix", "vn_pairs", "vn_applied", "factorized")
+
+
 @pytest.mark.parametrize("name, mode", list(TASKS))
 def test_chosen_configs_are_within_2x_of_vn_parameters(name, mode):
     task = hn.tasks.make(name, seed=0, mode=mode)
     assert "vn" in task.model_configs, "every VN benchmark task carries a chosen VN configuration"
     vn = _count("vn", task)
-    for model in task.model_configs:
+    baselines = [m for m in task.model_configs if m not in BUDGET_EXEMPT]
+    assert len(baselines) >= 3, baselines
+    for model in baselines:
         n = _count(model, task)
         assert vn / 2 <= n <= 2 * vn, (model, n, vn)
