@@ -94,8 +94,8 @@ _APPLIED = dict(max_sweeps=2, **_MN)
 _MN_SMOKE = Scale(params={"n_train": 48, "n_test": 12},
                   config={"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2},
                           "vn_applied": {"max_iter": 20, "max_sweeps": 1}})
-# quick scale: 1,500 training samples (the task's quick default is 3,000), 500 per test split
-_MN_QUICK = Scale(params={"n_train": 1500, "n_test": 500})
+# quick scale: 1,000 training samples (the task's quick default is 3,000), 500 per test split
+_MN_QUICK = Scale(params={"n_train": 1000, "n_test": 500})
 MNIST_TRANSFORM = Bench(
     "mnist_transform", "mnist_comp", params={"mode": "transform"}, seeds=SEEDS,
     models=(
