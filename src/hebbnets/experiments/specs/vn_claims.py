@@ -91,6 +91,13 @@ def _ms(values: list[float], digits: int = 3) -> str:
     return fmt(m, digits) if len(values) < 2 else f"{fmt(m, digits)} ± {fmt(sample_std(values), digits)}"
 
 
+def _ms_count(values: list[float]) -> str:
+    """``_ms`` for counts: an integral mean without exponent (1024, not 1.02e+03)."""
+    if not values or len(values) < 2:
+        return _num(values[0]) if values else "—"
+    return f"{_num(_mean(values))} ± {fmt(sample_std(values))}"
+
+
 def _num(v: float) -> str:
     """A count as an integer, anything else with 3 significant digits."""
     if v is None or math.isnan(v):
@@ -249,7 +256,7 @@ def entanglement_table(bench: str):
                 unchanged = [v for e in ents for k, w in (e.get("weight_change") or {}).items()
                              if k.endswith(".S") and (v := w.get("atoms_unchanged")) is not None]
                 lines.append(f"| {lab} | {_num(_mean(_collect(ents, 'final', 'usage', 'stages', 'atoms')))} | "
-                             + " | ".join(_ms(_collect(ents, "final", "usage", "stages", k)) for k in st)
+                             + " | ".join(_ms_count(_collect(ents, "final", "usage", "stages", k)) for k in st)
                              + f" | {per_factor('atoms_per_factor')} | {per_factor('specific_per_factor')} | {per_factor('reuse')}"
                              + f" | {_ms(_collect(ents, 'final', 'sparsity', 0, 'mean'))} / "
                                f"{_ms(_collect(ents, 'final', 'sparsity', 0, 'median'))} | {_ms(unchanged)} |")
