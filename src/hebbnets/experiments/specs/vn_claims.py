@@ -577,7 +577,8 @@ def coverage(ctx: ReportContext) -> list[str]:
         for lab in labels:
             seeds = sorted({e["seed"] for e in ctx.fits(b.name, lab)})
             if lab in have and len(seeds) < len(SEEDS):
-                missing.append(f"- `{b.name}/{lab}`: seeds {','.join(map(str, seeds))} only (of {','.join(map(str, SEEDS))}).")
+                missing.append(f"- `{b.name}/{lab}`: seed{'s' if len(seeds) > 1 else ''} {','.join(map(str, seeds))} only "
+                               f"(of {','.join(map(str, SEEDS))}).")
     if not missing:
         return ["Every bench and row of the spec has records for seeds " + ", ".join(map(str, SEEDS)) + ".", ""]
     return ["Not run in this round (compute time: one single-thread process on a shared 2-core machine), so every "
