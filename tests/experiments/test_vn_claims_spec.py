@@ -1,0 +1,78 @@
+"""The vn_claims report's computed sections, on hand-made records: the forgetting claims (a model
+that forgets nothing because it never learns the second stage must not win the final-error claim),
+the amortised warm-start cell, and the coverage section that states what was not run."""
+import pytest
+
+from hebbnets.experiments import ReportContext
+from hebbnets.experiments.specs import vn_claims as vc
+
+BENCH = "functions1d_continual"
+METRIC = "mse_missing"
+
+
+def _fit(bench, label, seed, rows):
+    """``rows``: {(split, metric): value}."""
+    return {"key": f"{bench}{label}{seed}", "kind": "fit", "model": label.split("+")[0], "seed": seed, "config": {},
+            "task": bench, "slots": [{"spec": "vn_claims", "bench": bench, "label": label, "scale": "quick", "seed": seed}],
+            "rows": [{"split": s, "metric": m, "value": v} for (s, m), v in rows.items()], "stats": {}}
+
+
+def _continual(label, seed, after1, after2, both):
+    return _fit(BENCH, label, seed, {("id_stage1", f"after_stage1:{METRIC}"): after1, ("id_stage1", METRIC): after2,
+                                     ("id_stage1", "forgetting_ratio"): after2 / after1, ("id", METRIC): both})
+
+
+def _ctx(entries):
+    return ReportContext(vc.SPEC, "quick", entries, out=".")
+
+
+# (stage 1 after 1, stage 1 after 2, both after 2) per label; two seeds with a small offset
+TABLE = {"vn": (0.10, 0.11, 0.12), "mlp": (0.10, 0.60, 0.40), "mlp+ewc100": (0.10, 0.30, 0.20),
+         "mlp+ewc10000": (0.10, 0.10, 0.30)}
+
+
+def _entries(table=TABLE, seeds=(0, 1)):
+    return [_continual(lab, s, a * (1 + 0.01 * s), b * (1 + 0.01 * s), c) for lab, (a, b, c) in table.items() for s in seeds]
+
+
+def test_forgetting_alone_and_the_final_error_can_disagree():
+    ctx = _ctx(_entries())
+    # mlp+ewc10000 forgets nothing (ratio 1.0 < vn's 1.1) because it barely learns stage 2
+    held, evidence = vc._forgetting_claim(BENCH).check(ctx)
+    assert held is False and "vn 1.1 ± 0" in evidence and "mlp+ewc10000 1 ± 0" in evidence
+    held, evidence = vc._final_claim(BENCH).check(ctx)
+    assert held is True and "best VN row vn, best backprop row mlp+ewc100" in evidence
+    held, evidence = vc._vn_vs_mlp(ctx)
+    assert held is True and "functions1d_continual: vn 1.1 ± 0 < mlp 6 ± 0" in evidence
+    worse = {**TABLE, "vn": (0.10, 0.90, 0.50)}
+    assert vc._vn_vs_mlp(_ctx(_entries(worse)))[0] is False
+    assert vc._final_claim(BENCH).check(_ctx(_entries(worse)))[0] is False
+
+
+def test_claims_without_records_are_not_measured():
+    ctx = _ctx([])
+    assert vc._forgetting_claim(BENCH).check(ctx)[0] is None
+    assert vc._final_claim(BENCH).check(ctx)[0] is None
+    assert vc._vn_vs_mlp(ctx)[0] is None
+
+
+def test_coverage_names_missing_benches_rows_and_seeds():
+    entries = [e for e in _entries(seeds=(0, 1, 2)) if not (e["slots"][0]["label"] == "mlp" and e["seed"] == 2)]
+    entries = [e for e in entries if e["slots"][0]["label"] != "mlp+ewc10000"]
+    text = "\n".join(vc.coverage(_ctx(entries)))
+    assert f"`{BENCH}/mlp`: seeds 0,1 only (of 0,1,2)." in text
+    assert f"`{BENCH}`: not run: `mlp+ewc10000`." in text
+    assert "`mnist_continual`: not run (no records)." in text
+    assert f"`{BENCH}/vn`" not in text  # every seed present
+
+
+def test_warm_start_cell_says_when_plain_fistas_energy_is_never_reached():
+    values = {"warm_start_speedup_equal_energy": [], "warm_start_speedup": [1.0, 1.2]}
+    assert vc.warm(lambda m: values.get(m, [])) == "not reached (1.1 ± 0.14 at the full budget)"
+    values["warm_start_speedup_equal_energy"] = [3.0, 5.0]
+    assert vc.warm(lambda m: values.get(m, [])) == "4 ± 1.4"
+
+
+@pytest.mark.parametrize("values, text", [([1024.0, 1024.0], "1024 ± 0"), ([3.0], "3"), ([], "—"), ([2.0, 3.0], "2.5 ± 0.707")])
+def test_counts_print_without_exponent(values, text):
+    assert vc._ms_count(values) == text
