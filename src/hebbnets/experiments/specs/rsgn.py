@@ -798,9 +798,10 @@ def _cost_claims(ctx: ReportContext) -> list[str]:
             out.append(f"- **O(n·k) cost per training step (sparse RSGN)**: {'holds' if holds else 'does not hold'} at the "
                        f"sizes measured (criterion: slope <= 1.1 on the two largest segments): log-log slope of a full "
                        f"training step against N (with T = N / 8) {', '.join(f'{s:.2f}' for s in seg)} per segment, "
-                       f"{overall:.2f} overall. Part of the excess is activity: the measured activity rose from "
-                       f"{100 * rs[0]['activity']:.2f} % to {100 * rs[-1]['activity']:.2f} % across the sizes, so the edges "
-                       f"used per sample grew faster than N; against the edges used per sample the slopes are "
+                       f"{overall:.2f} overall. Part of the excess is activity: the measured activity was "
+                       f"{100 * rs[0]['activity']:.2f} % at the smallest size and {100 * rs[-1]['activity']:.2f} % at the "
+                       f"largest, so the edges used per sample grew faster than N; against the edges used per sample the "
+                       f"slopes are "
                        f"{', '.join(f'{s:.2f}' for s in seg_e)}. Leaves out: ignition's nearest-spark search is O(N log T) "
                        f"per sample (KD-tree), the structure step is amortised over {e['params']['structure_every']} "
                        "steps, activity was calibrated on random inputs (table), one machine, one thread.")
