@@ -857,7 +857,8 @@ Protocol of the author's notebook: AdamW (lr 1e-3, wd 1e-4), cosine schedule ove
 Sparse RSGN (`rsgn`) on the honest split of the paper tasks (`split="honest"`: train 70 %, validation 15 % carved from it, a held-out 15 % test set scored once) and on the own tasks with sinusoidal token positions (`positional=True`; without them the model sees a bag of tokens and the tree task is at chance by construction). Trainer defaults (Adam, constant lr), 6 epochs, the best validation loss restored among the epochs whose validation activity meets the selection limit. **Activity** = fraction of nodes that fire in a propagation step, measured before the safety cap, averaged over the steps (ignition excluded); *after cap* = the nodes that survive the cap. The homeostatic target is the only knob varied along the curve; the curve runs at 1,024 nodes on the paper tasks, the default model also at 4,096 nodes (seed 0) and at 1,024 nodes on the own tasks. """ + CUT + """ `pool_sigma` (how an ignited node reads the tokens) is the task's configuration, chosen on validation data for an earlier version of the model and not searched again; nothing else was tuned."""),
         Custom(curve_table),
         Figure("rsgn_accuracy_activity", "accuracy_activity",
-               "Test accuracy against measured activity before the cap (mean ± sample std over 3 seeds); grey lines: "
+               "Test accuracy against measured activity before the cap (mean ± sample std over 3 seeds; N = 4,096: seed 0 "
+               "only); grey lines: "
                "trivial classifiers, black: chance, red: 2 %",
                {"benches": tuple(b.name for b in SPARSE)}),
         Text("Activity per step of the default models (test split, % of nodes, mean over seeds, before / after the cap; the ignition step is the top-k by construction):"),
