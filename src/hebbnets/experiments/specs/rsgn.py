@@ -706,7 +706,7 @@ def _activity_claims(ctx: ReportContext) -> list[str]:
             tr = _test_rows(ctx, bench.name, DEFAULT_LABEL + sfx)
             if len(tr) > 1:
                 pts.append((statistics.mean(r["activity"] for r in tr), ctx.cell(bench.name, DEFAULT_LABEL + sfx, "id",
-                                                                                  "accuracy"), sfx or " (default)"))
+                                                                                  "accuracy"), f" ({DEFAULT_LABEL}{sfx})" if sfx else " (default)"))
         if len(pts) < 2:
             continue
         pts.sort(key=lambda p: p[0])
