@@ -373,7 +373,7 @@ def missing_runs(ctx: ReportContext) -> list[str]:
     for bench in (*SPARSE, *LARGE.values()):
         for v in bench.variants:
             have = {e["seed"] for e in ctx.fits(bench.name, v.label)}
-            seeds = [s for s in bench.seeds if s not in have]
+            seeds = [s for s in bench.at(ctx.scale).seeds if s not in have]
             if seeds:
                 gone.append(f"{SHORT[bench.task]} {v.label} (seed{'s' if len(seeds) > 1 else ''} "
                             f"{', '.join(map(str, seeds))})")
