@@ -2,15 +2,14 @@
 
 Each measurement is a registered function returning a list of row dicts; the ``speed`` spec
 runs them (``hebbnets reproduce speed``), stores the rows as records and the report prints the
-measured ratios. ``benchmarks/vn_inference.py`` and ``benchmarks/rsgn_scaling.py`` print the same
-tables directly.
+measured ratios. ``benchmarks/vn_inference.py`` prints the same tables directly (the sparse RSGN's
+cost is ``hebbnets.rsgn._speed``, recorded by the ``rsgn`` spec, printed by
+``benchmarks/rsgn_scaling.py``).
 
 * ``vn_inference``: batched Gram-form FISTA against scikit-learn's ``sparse_encode(lasso_cd)``
   at equal objective, and the fraction of the machine's matmul rate its GEMMs reach.
 * ``vn_matrix_inference``: matrix-atom inference (factorised Gram product) against the vector
   layer's explicit Kronecker Gram matrix on the same flattened problem, at equal objective.
-* ``rsgn_scaling``: the sparse RSGN forward pass against the dense reference formulation as the
-  node count grows, and against a Transformer encoder as the sequence grows.
 * ``rsgn_parity_speed``: the author's einsum message op against the matmul ``rsgn_parity`` uses.
 """
 from __future__ import annotations
@@ -313,99 +312,6 @@ def vn_matrix_inference(batch: int = 256, m: int = 28, n: int = 28, atoms_u: int
 
     return [matrix_inference_speed(batch=batch, m=m, n=n, atoms_u=atoms_u, atoms_s=atoms_s, lam=lam, repeats=repeats,
                                    verbose=False)]
-
-
-# -- RSGN scaling ---------------------------------------------------------------------------------
-def _rsgn(n_nodes: int, seq_len: int, features: int, p: dict[str, Any]) -> tuple[Any, float]:
-    from .._model import DataSpec
-    from ..rsgn.model import RSGN, RSGNConfig
-
-    cfg = RSGNConfig(n_nodes=n_nodes, d_hidden=p["d_hidden"], k=p["k"], n_steps=p["steps"],
-                     ignite_frac=p["ignite_frac"], max_active_frac=p["max_active_frac"], mode="sparse", progress=False)
-    m = RSGN(cfg, seed=0)
-    torch.manual_seed(0)
-    m.spec = DataSpec((seq_len, features), (), 10)
-    t0 = time.perf_counter()
-    m._build(m.spec)  # includes the exact kNN graph build
-    m.temperature.fill_(cfg.t_end)  # the trained (annealed) regime
-    return m.eval(), time.perf_counter() - t0
-
-
-@register_measurement("rsgn_scaling")
-@torch.no_grad()
-def rsgn_scaling(nodes: list[int], tokens: list[int], dense_max: int = 4096, token_nodes: int = 1024, seq_len: int = 64,
-                 features: int = 32, d_hidden: int = 64, k: int = 16, steps: int = 5, ignite_frac: float = 0.02,
-                 max_active_frac: float = 0.05, batch: int = 2, repeats: int = 3, threads: int = 1) -> list[dict[str, Any]]:
-    """Forward time per sample (median of ``repeats`` after a warm-up).
-
-    ``table="nodes"`` rows: the sparse model and (up to ``dense_max`` nodes) the dense reference
-    formulation (N x N weights, same graph, same equations) at ``seq_len`` tokens, with the
-    active fraction after the last step, edges per sample and the kNN graph build time (the
-    slow timescale, not part of the forward time). ``table="tokens"`` rows: sparse RSGN at
-    ``token_nodes`` nodes against ``torch.nn.TransformerEncoder`` (d_model = d_hidden, 4 heads,
-    FFN 4x, 2 layers) as the sequence grows.
-    """
-    from torch import nn
-
-    prev_threads = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    p = dict(d_hidden=d_hidden, k=k, steps=steps, ignite_frac=ignite_frac, max_active_frac=max_active_frac)
-    rows: list[dict[str, Any]] = []
-    try:
-        x = torch.randn(batch, seq_len, features)
-        for n in nodes:
-            m, t_build = _rsgn(n, seq_len, features, p)
-            tok = m._tokens(x, None)
-            ts = median_time(lambda: m.propagate(tok, "sparse"), repeats) / batch
-            stats = dict(m.last_stats)
-            td = median_time(lambda: m.propagate(tok, "dense"), repeats) / batch if n <= dense_max else None
-            rows.append({"table": "nodes", "n_nodes": n, "sparse_s": ts, "dense_s": td,
-                         "active_fraction": stats["active_fraction"][-1], "edges_per_sample": stats["edges_per_sample"],
-                         "knn_build_s": t_build})
-            del m
-        enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(d_hidden, 4, 4 * d_hidden, dropout=0.0, batch_first=True),
-                                    2, enable_nested_tensor=False).eval()
-        emb = nn.Linear(features, d_hidden)
-        for t in tokens:
-            m, _ = _rsgn(token_nodes, t, features, p)
-            xt = torch.randn(batch, t, features)
-            tr = median_time(lambda: m.propagate(m._tokens(xt, None), "sparse"), repeats) / batch
-            tt = median_time(lambda: enc(emb(xt)).mean(1), repeats) / batch
-            rows.append({"table": "tokens", "seq_len": t, "token_nodes": token_nodes, "rsgn_s": tr, "transformer_s": tt,
-                         "active_fraction": m.last_stats["active_fraction"][-1],
-                         "edges_per_sample": m.last_stats["edges_per_sample"]})
-            del m
-    finally:
-        torch.set_num_threads(prev_threads)
-    return rows
-
-
-def scaling_slopes(rows: list[dict[str, Any]]) -> dict[str, float]:
-    """Log-log slopes: sparse and dense time in nodes, RSGN and Transformer time in tokens."""
-    nodes = [r for r in rows if r["table"] == "nodes"]
-    toks = [r for r in rows if r["table"] == "tokens"]
-    return {"sparse_nodes": loglog_slope([r["n_nodes"] for r in nodes], [r["sparse_s"] for r in nodes]),
-            "dense_nodes": loglog_slope([r["n_nodes"] for r in nodes if r["dense_s"]], [r["dense_s"] for r in nodes if r["dense_s"]]),
-            "rsgn_tokens": loglog_slope([r["seq_len"] for r in toks], [r["rsgn_s"] for r in toks]),
-            "transformer_tokens": loglog_slope([r["seq_len"] for r in toks], [r["transformer_s"] for r in toks])}
-
-
-def format_rsgn_scaling(rows: list[dict[str, Any]]) -> str:
-    out = [f"{'N':>7} {'sparse ms/sample':>17} {'dense ms/sample':>16} {'dense/sparse':>12} {'active':>7} "
-           f"{'edges/sample':>13} {'kNN build s':>12}"]
-    for r in (r for r in rows if r["table"] == "nodes"):
-        d, sp = r["dense_s"], r["sparse_s"]
-        dense = "-" if d is None else f"{1e3 * d:.3f}"
-        ratio = "-" if d is None else f"{d / sp:.1f}x"
-        out.append(f"{r['n_nodes']:>7} {1e3 * sp:>17.3f} {dense:>16} {ratio:>12} {r['active_fraction']:>7.4f} "
-                   f"{r['edges_per_sample']:>13.0f} {r['knn_build_s']:>12.2f}")
-    out.append(f"{'T':>7} {'rsgn ms/sample':>17} {'transformer ms/sample':>22}")
-    for r in (r for r in rows if r["table"] == "tokens"):
-        out.append(f"{r['seq_len']:>7} {1e3 * r['rsgn_s']:>17.3f} {1e3 * r['transformer_s']:>22.3f}")
-    s = scaling_slopes(rows)
-    out.append(f"log-log slope in N: sparse {s['sparse_nodes']:.2f}, dense {s['dense_nodes']:.2f}; "
-               f"in T: rsgn {s['rsgn_tokens']:.2f}, transformer {s['transformer_tokens']:.2f}")
-    return "\n".join(out)
 
 
 # -- rsgn_parity message op ------------------------------------------------------------------------
