@@ -127,8 +127,8 @@ def _sparse_large(bench: Bench) -> Bench:
 # about 1.5 hours (one N = 1,024 fit: ~2 min, one N = 4,096 fit: ~7.5 min); CUT says what was left out
 SPARSE_HIER = _sparse("sparse_hierarchical", "rsgn_hierarchical", HONEST, SMOKE_AUTHOR, ablations=(*ABLATIONS, STEPS1))
 SPARSE_LONG = _sparse("sparse_longrange", "rsgn_longrange", HONEST, SMOKE_AUTHOR)
-SPARSE_TREE = _sparse("sparse_tree", "rsgn_tree", {}, SMOKE_OWN, positional=True, targets=TARGETS[:1], seeds=(0,))
-SPARSE_XOR = _sparse("sparse_xor_range", "rsgn_xor_range", {}, SMOKE_OWN, positional=True, targets=TARGETS[:1], seeds=(0,))
+SPARSE_TREE = _sparse("sparse_tree", "rsgn_tree", {}, SMOKE_OWN, positional=True, targets=TARGETS[:1], seeds=SEEDS)
+SPARSE_XOR = _sparse("sparse_xor_range", "rsgn_xor_range", {}, SMOKE_OWN, positional=True, targets=TARGETS[:1], seeds=SEEDS)
 SPARSE = (SPARSE_HIER, SPARSE_LONG, SPARSE_TREE, SPARSE_XOR)
 #: the default model at N_LARGE, one seed, on the paper tasks (keyed by the N_SMALL bench's name)
 LARGE = {b.name: _sparse_large(b) for b in (SPARSE_HIER, SPARSE_LONG)}
