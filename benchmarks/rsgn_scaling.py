@@ -7,7 +7,7 @@
    and kNN rebuild amortised) of sparse RSGN, the author's dense ``rsgn_parity`` and Mamba, with N
    and T grown together, the peak memory beside each, and the log-log slope per segment.
 
-The measurements are ``hebbnets.rsgn._speed``; ``hebbnets reproduce rsgn --benches
+The measurements are ``hebbnets.rsgn.graph_build_speed`` / ``cost_scaling``; ``hebbnets reproduce rsgn --benches
 graph_build,cost,million`` records them and renders section 6 of ``reports/rsgn.md``.
 
     OMP_NUM_THREADS=1 python benchmarks/rsgn_scaling.py                       # graph build, 65,536 nodes
@@ -17,7 +17,7 @@ import argparse
 
 import torch
 
-from hebbnets.rsgn._speed import cost_scaling, graph_build_speed, segment_slopes
+from hebbnets.rsgn import cost_scaling, graph_build_speed, segment_slopes
 
 
 def _size(text: str) -> list[int]:

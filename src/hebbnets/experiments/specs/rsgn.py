@@ -792,9 +792,11 @@ def _rule_claims(ctx: ReportContext) -> list[str]:
     if st:
         fired = sum(s["pruned_total"] > 0 and s["sprouted_total"] > 0 for _, s in st)
         tasks = sorted({SHORT[b.task] for b, s in st if s["pruned_total"] > 0 and s["sprouted_total"] > 0})
+        missed = sorted({SHORT[b.task] for b, s in st if not (s["pruned_total"] > 0 and s["sprouted_total"] > 0)})
         out.append(f"- **Pruning and sprouting fire in default training** (default thresholds, N >= {N_SMALL:,}): "
                    + ("holds" if fired == len(st) else "holds in part" if fired else "does not hold")
-                   + f": both fired in {fired} of {len(st)} runs ({', '.join(tasks) or 'none'}; counts in section 4). The "
+                   + f": both fired in {fired} of {len(st)} runs (in: {', '.join(tasks) or 'none'}; "
+                   + (f"not in: {', '.join(missed)}; " if missed else "") + "counts in section 4). The "
                    "rule on a hand-made case (one edge's co-activation predicts low loss, another's high loss: the first "
                    "grows, the second shrinks, an edge used equally does not move) is "
                    "`tests/rsgn/test_model.py::test_three_factor_rule_grows_the_edge_that_predicts_low_loss_and_shrinks_the_other`. "
