@@ -103,6 +103,8 @@ def test_nbody_stages_are_pairs_of_laws_in_nbody_units():
     ("nbody_continual", dict(stage_laws=[["gravity"], ["gravity", "spring"]]), "stage_laws"),
     ("nbody_continual", dict(stage_laws=[["gravity"], ["magnetism"]]), "stage_laws"),
     ("nbody_continual", dict(window=1), "window"),
+    ("nbody_continual", dict(drag=0.0), "drag"),
+    ("nbody_continual", dict(n_min=5, n_max=3), "n_min"),
     ("nbody_continual", dict(n_fewer=2), "params"),
 ])
 def test_bad_parameters_name_the_argument(name, params, word):

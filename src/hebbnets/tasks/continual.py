@@ -32,7 +32,6 @@ from typing import Any
 import torch
 
 from .._split import Split
-from .._validation import check_choice
 from . import _configs
 from . import functions1d as f1d
 from . import mnist_comp, nbody
@@ -251,12 +250,7 @@ def make_nbody_continual(seed: int = 0, scale: str = "quick", **params: Any) -> 
         if any(law not in LAWS for law in stage) or len(set(stage)) != len(stage):
             raise ValueError(f"stage_laws: expected distinct laws from {list(LAWS)} per stage, got {list(stage)!r}")
     _check_disjoint([set(s) for s in stages], "stage_laws")
-    for key in ("n_train", "n_test", "window", "n_min", "n_max", "substeps", "rollout_steps"):
-        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
-            raise ValueError(f"{key}: expected an int >= 1, got {p[key]!r}")
-    if p["window"] < 2 or p["n_min"] > p["n_max"]:
-        raise ValueError(f"window: need window >= 2 and n_min <= n_max, got {p['window']}, {p['n_min']}, {p['n_max']}")
-    check_choice(p["target"], ("delta", "state"), "target")
+    nbody.check_simulation_params(p)
     gen = torch.Generator().manual_seed(seed)
     bodies = tuple(range(int(p["n_min"]), int(p["n_max"]) + 1))
     law_sets = [[(law,) for law in stage] + ([tuple(stage)] if len(stage) > 1 else []) for stage in stages]

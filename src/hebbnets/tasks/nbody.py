@@ -126,6 +126,25 @@ def _to_split(data: dict[str, torch.Tensor], p: dict[str, Any], scale: torch.Ten
     return Split(x, y.float(), x_mask=x_mask, y_mask=y_mask.float().contiguous()), traj[:, w:].float()
 
 
+def check_simulation_params(p: dict[str, Any], extra_ints: tuple[str, ...] = ()) -> None:
+    """Validate the simulation parameters every nbody-based task shares (``target``, the sizes,
+    ``window``, ``n_min <= n_max``, ``strength_spread``, the law strengths), plus ``extra_ints``
+    (ints >= 1); one ``ValueError`` naming the parameter."""
+    check_choice(p["target"], ("delta", "state"), "target")
+    for key in ("n_train", "n_test", "window", "n_min", "n_max", "substeps", "rollout_steps", *extra_ints):
+        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
+            raise ValueError(f"{key}: expected an int >= 1, got {p[key]!r}")
+    if p["window"] < 2:
+        raise ValueError(f"window: need at least 2 past states, got {p['window']}")
+    if p["n_min"] > p["n_max"]:
+        raise ValueError(f"n_min: need n_min <= n_max, got {p['n_min']}, {p['n_max']}")
+    if not isinstance(p["strength_spread"], (int, float)) or isinstance(p["strength_spread"], bool) or not 0 <= p["strength_spread"] < 1:
+        raise ValueError(f"strength_spread: expected a number in [0, 1), got {p['strength_spread']!r}")
+    for law in LAWS:
+        if not isinstance(p[law], (int, float)) or isinstance(p[law], bool) or p[law] == 0:
+            raise ValueError(f"{law}: the strength of every law must be a non-zero number, got {p[law]!r}")
+
+
 @register_task("nbody")
 def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
     """Build the task. Parameters (defaults depend on ``scale``): ``n_train``, ``n_test``,
@@ -136,23 +155,13 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
     initial-condition scales ``pos_std``, ``vel_std``, ``mass_low/high``, ``charge_low/high``
     and ``target`` (``"delta"`` or ``"state"``)."""
     p = check_params(params, _DEFAULTS[scale], "nbody")
-    check_choice(p["target"], ("delta", "state"), "target")
-    for key in ("n_train", "n_test", "window", "n_min", "n_max", "n_fewer", "substeps", "rollout_steps"):
-        if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:
-            raise ValueError(f"{key}: expected an int >= 1, got {p[key]!r}")
-    if p["window"] < 2:
-        raise ValueError(f"window: need at least 2 past states, got {p['window']}")
+    check_simulation_params(p, ("n_fewer",))
     if not p["n_fewer"] < p["n_min"] <= p["n_max"]:
         raise ValueError(f"n_fewer: need n_fewer < n_min <= n_max, got {p['n_fewer']}, {p['n_min']}, {p['n_max']}")
-    if not isinstance(p["strength_spread"], (int, float)) or isinstance(p["strength_spread"], bool) or not 0 <= p["strength_spread"] < 1:
-        raise ValueError(f"strength_spread: expected a number in [0, 1), got {p['strength_spread']!r}")
     fl = p["fewer_laws"]
     if (not isinstance(fl, (list, tuple)) or any(law not in LAWS for law in fl) or len(set(fl)) != len(fl)
             or not 0 < len(fl) < len(LAWS)):
         raise ValueError(f"fewer_laws: expected distinct laws from {list(LAWS)}, at least one and not all, got {fl!r}")
-    for law in LAWS:
-        if not isinstance(p[law], (int, float)) or isinstance(p[law], bool) or p[law] == 0:
-            raise ValueError(f"{law}: the strength of every law must be a non-zero number, got {p[law]!r}")
     gen = torch.Generator().manual_seed(seed)
     single, multi = _law_sets(1, 1), _law_sets(2, len(LAWS))
     many = tuple(range(int(p["n_min"]), int(p["n_max"]) + 1))
