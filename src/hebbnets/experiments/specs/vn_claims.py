@@ -10,8 +10,9 @@
    only from the second stage on), so it runs at fixed strengths, each a row of its own. With
    option ``entanglement`` every fit also records the overlap and reuse measures of
    ``hebbnets.entanglement`` (``hebbnets.continual.entanglement_summary``).
-2. **Amortised inference** (protocol ``amortised``): on every VN benchmark of ``vn_benchmarks``
-   (the same task parameters and chosen VN configuration), a LISTA encoder per layer trained on
+2. **Amortised inference** (protocol ``amortised``): on every VN benchmark (``vn_benchmarks``'
+   result benches, ``vn_dynamics``' nbody and mnist transform; the same task parameters and chosen
+   ``vn`` configuration), a LISTA encoder per layer trained on
    the training inputs, timed against plain FISTA at equal energy and at equal test error, alone
    and as FISTA's warm start, on every test split.
 3. **Faster FISTA at scale**: quoted from the ``speed`` report's ``vn_inference`` measurement.
@@ -29,6 +30,7 @@ from .._report import Claim, Custom, Figure, ReportContext, Text, TuningTable, f
 from .._spec import Bench, Grid, Scale, Spec, register_spec, variant
 from ...bench.summary import sample_std
 from . import vn_benchmarks as VB
+from . import vn_dynamics as VD
 
 SEEDS = (0, 1, 2)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
@@ -451,15 +453,22 @@ _AM_OPTS = {"objective": "lasso", "steps": 3, "encoder": {"epochs": 50, "lr": 3e
 _AM_SMOKE = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}}
 
 
-def _amortised(bench: Bench) -> Bench:
+def _amortised(bench: Bench, *, quick: bool = False) -> Bench:
+    """Protocol ``amortised`` on ``bench``'s task with its chosen ``vn``. ``quick``: also take
+    the bench's quick-scale task parameters (vn_dynamics ran nbody and mnist transform at a
+    smaller quick scale than the tasks' own; the amortised rows must measure that VN)."""
     smoke = bench.scales.get("smoke")
+    scales = {"smoke": Scale(params=dict(smoke.params) if smoke else {}, config=_AM_SMOKE)}
+    if quick and "quick" in bench.scales:
+        scales["quick"] = Scale(params=dict(bench.scales["quick"].params))
     return Bench(f"amortised_{bench.name}", bench.task, params=bench.params, seeds=SEEDS, protocol="amortised",
-                 options=_AM_OPTS, models=("vn",), configs=bench.configs,
-                 scales={"smoke": Scale(params=dict(smoke.params) if smoke else {}, config=_AM_SMOKE)},
+                 options=_AM_OPTS, models=("vn",), configs=bench.configs, scales=scales,
                  title=f"amortised: {bench.title or bench.name}")
 
 
-AMORTISED = tuple(_amortised(b) for b in VB.RESULT_BENCHES)
+# every VN benchmark: the vn_benchmarks result benches, and nbody / mnist transform of vn_dynamics
+# (there the vector reading `vn`; AmortisedVN wraps VectorNetwork layers only, so the applied readings have no row)
+AMORTISED = (*(_amortised(b) for b in VB.RESULT_BENCHES), *(_amortised(b, quick=True) for b in VD.BENCHES))
 GOAL_SPEEDUP, GOAL_ERROR = 10.0, 1.2
 
 
@@ -618,7 +627,7 @@ Why a model forgets (or not): do the two stages' updates touch the same weights,
                {"benches": tuple(b.name for b in CONTINUAL)}),
         Text("""## 3. Amortised inference
 
-A LISTA encoder per layer (3 unrolled steps, trained on the training inputs to minimise the layer's own LASSO objective: no FISTA codes needed), on every VN benchmark of `vn_benchmarks` (same task parameters, same chosen VN configuration), alone and as FISTA's warm start. Times are the fastest of 3 runs, one thread, the whole test split at once."""),
+A LISTA encoder per layer (3 unrolled steps, trained on the training inputs to minimise the layer's own LASSO objective: no FISTA codes needed), on every VN benchmark: those of `vn_benchmarks`, and nbody and mnist transform of `vn_dynamics` at its (smaller) task sizes (same task parameters, same chosen configuration of the vector reading `vn`; not amortised: the applied-weight readings `vn_applied` / `vn_applied_set` (their context inference is also a FISTA-solved LASSO, but `AmortisedVN` wraps only `VectorNetwork` layers and no encoder was built for them)), alone and as FISTA's warm start. Times are the fastest of 3 runs, one thread, the whole test split at once."""),
         Claim(f"The encoder is at least {fmt(GOAL_SPEEDUP)}x faster than FISTA at equal energy at no more than "
               f"{fmt(GOAL_ERROR)}x its test error, on every benchmark and split", _amortised_claim),
         Custom(amortised_table),
