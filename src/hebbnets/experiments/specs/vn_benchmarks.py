@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, fmt,
+from .._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
                        ood_id_ratio)
 from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 
@@ -361,7 +361,7 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "re-tuned: they keep the configurations of their earlier rounds, with more points each (counts under "
              "\"Tuning effort\" below), so the searches are unequal in the baselines' favour.",
              "- **Not re-tuned rows.** `vn-inpaint` runs at `vn`'s chosen configuration (only the reading differs); "
-             "`vn_matrix-private` at `vn_matrix`'s with its own top-k.", ""]
+             "`vn_matrix-private` at `vn_matrix`'s with its own top-k.", *_cap_bound(ctx), ""]
     missing = []
     for b in ctx.spec.benches:
         have = set(ctx.labels(b.name))
@@ -390,6 +390,21 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     if missing:
         lines += ["Not run (compute time), so every statement below leaves these out:", "", *missing, ""]
     return lines
+
+
+def _cap_bound(ctx: ReportContext) -> list[str]:
+    """One line: per bench, the trained rows whose fits ended at their epoch cap, not by patience
+    (from each record's ``history``), so more epochs might still have helped them."""
+    parts, total = [], 0
+    for b in ctx.spec.benches:
+        n_fits, capped = capped_fits(ctx, b.name)
+        total += n_fits
+        parts += [f"`{b.name}/{lab}` {len(hit)}/{n} (cap {ctx.fits(b.name, lab)[0]['config']['epochs']}, best validation "
+                  f"epoch {', '.join(map(str, hit))})" for lab, (n, hit) in capped.items()]
+    if not total:
+        return []
+    return ["- **Fits that ended at their epoch cap** (not stopped by patience; from the records, so more epochs might "
+            "still have lowered their error): " + ("; ".join(parts) if parts else "none") + "."]
 
 
 def family_summary(ctx: ReportContext) -> list[str]:
