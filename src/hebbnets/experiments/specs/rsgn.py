@@ -800,13 +800,25 @@ def _rule_claims(ctx: ReportContext) -> list[str]:
         out.append(f"- **Pruning and sprouting fire in default training** (default thresholds, N >= {N_SMALL:,}): "
                    + ("holds" if fired == len(st) else "holds in part" if fired else "does not hold")
                    + f": both fired in {fired} of {len(st)} runs (in: {', '.join(tasks) or 'none'}; "
-                   + (f"not in: {', '.join(missed)}; " if missed else "") + "counts in section 4). The "
+                   + (f"not in: {', '.join(missed)}; " if missed else "") + "counts in section 4)"
+                   + _quiet_rule(st) + ". The "
                    "rule on a hand-made case (one edge's co-activation predicts low loss, another's high loss: the first "
                    "grows, the second shrinks, an edge used equally does not move) is "
                    "`tests/rsgn/test_model.py::test_three_factor_rule_grows_the_edge_that_predicts_low_loss_and_shrinks_the_other`. "
                    f"Leaves out: whether the pruned edges are the useless ones (the pruning ablation in section 4 is the "
                    f"only accuracy evidence); counts are over {EPOCHS} epochs with one structure step per epoch.")
     return out
+
+
+def _quiet_rule(st: list[tuple[Bench, dict[str, Any]]]) -> str:
+    """Where pruning never fired: how much smaller the Hebbian updates were than where it did
+    (mean update norm per step, from the fits' statistics)."""
+    fired = [s["hebbian_update_mean"] for _, s in st if s["pruned_total"] > 0 and "hebbian_update_mean" in s]
+    quiet = [s["hebbian_update_mean"] for _, s in st if s["pruned_total"] == 0 and "hebbian_update_mean" in s]
+    if not fired or not quiet:
+        return ""
+    return (f"; where nothing was pruned, the Hebbian update per step was {statistics.mean(fired) / statistics.mean(quiet):.1f}x "
+            "smaller on average than where it was, so no affinity fell to the prune threshold within the fit")
 
 
 def _cost_claims(ctx: ReportContext) -> list[str]:
