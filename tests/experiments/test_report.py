@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from hebbnets.experiments import (Bench, Claim, Custom, Figure, RecordStore, ReportContext, ResultsTable, Spec, Text,
-                                  build_report, decode_images, encode_images, ood_id_ratio, ratio_to_best)
+                                  build_report, capped_fits, decode_images, encode_images, ood_id_ratio, ratio_to_best)
 
 BENCH = Bench("b", "toy_atoms", ("vn", "mlp", "cnn"))
 SPEC = Spec("s", "Test report", benches=(BENCH,), sections=(
@@ -52,6 +52,18 @@ def test_cells_are_means_and_sample_stds_over_seeds_or_imported_summaries():
     assert best == "cnn" and err == 0.25 and r == 8.0
     r, best, _ = ratio_to_best(ctx, "b", "vn", "id", "mse", exclude=("cnn",))
     assert best == "mlp" and r == 4.0
+
+
+def test_capped_fits_counts_the_fits_the_epoch_cap_ended_not_the_patience_rule():
+    def fit(label, seed, epochs, run, best):
+        e = _fit(label, seed, 1.0, 1.0)
+        return {**e, "config": {"epochs": epochs}, "stats": {"history": {"epochs_run": run, "best_val_epoch": best}}}
+    entries = [fit("vn", 0, 60, 60, 59),  # ran to its cap: capped, best at the last epoch (1-based 60)
+               fit("vn", 1, 60, 45, 34),  # stopped by patience before the cap
+               fit("mlp", 0, 400, 130, 104),  # stopped by patience
+               _fit("cnn", 0, 1.0, 1.0)]  # no history (e.g. a closed-form model): not counted
+    total, capped = capped_fits(ReportContext(SPEC, "quick", entries, out="."), "b")
+    assert total == 3 and capped == {"vn": (2, [60])}
 
 
 def test_report_is_deterministic_and_prints_no_nan(tmp_path):

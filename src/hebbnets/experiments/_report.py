@@ -209,6 +209,21 @@ class Custom(Section):
         return list(self.fn(ctx))
 
 
+def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[int, list[int]]]]:
+    """Fits of ``bench`` that its epoch cap, not the patience rule, ended (from each record's
+    ``history``): ``(trained fits with a history, {label: (fits of that label, best validation
+    epochs of its capped fits, 1-based)})``, only labels with a capped fit, in spec order."""
+    total, capped = 0, {}
+    for label in ctx.labels(bench):
+        fits = [e for e in ctx.fits(bench, label) if "epochs_run" in (e["stats"].get("history") or {})]
+        total += len(fits)
+        hit = [e["stats"]["history"]["best_val_epoch"] + 1 for e in fits  # 0-based in the records
+               if e["stats"]["history"]["epochs_run"] >= int(e["config"].get("epochs", math.inf))]
+        if hit:
+            capped[label] = (len(fits), hit)
+    return total, capped
+
+
 def ood_id_ratio(ctx: ReportContext, bench: str, label: str, split: str, metric: str) -> float:
     """Mean error on ``split`` / mean error on ``id`` (errors: ``1 - accuracy`` for accuracy)."""
     a, b = ctx.cell(bench, label, split, metric), ctx.cell(bench, label, "id", metric)

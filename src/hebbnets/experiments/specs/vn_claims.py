@@ -514,8 +514,8 @@ def amortised_table(ctx: ReportContext) -> list[str]:
 def _amortised_configs(ctx: ReportContext) -> list[str]:
     """The VN configuration each amortised bench ran (from its records) and the code commit whose
     task configs file chose it (the ``vn_benchmarks`` choice at that commit)."""
-    lines = ["The VN each row measures: the configuration `vn_benchmarks` had chosen for the task at the records' commit "
-             "(`src/hebbnets/tasks/configs/`), as recorded:", ""]
+    lines = ["The VN each row measures: the configuration `vn_benchmarks` (nbody, mnist transform: `vn_dynamics`) had "
+             "chosen for the task at the records' commit (`src/hebbnets/tasks/configs/`), as recorded:", ""]
     for b in AMORTISED:
         fits = ctx.fits(b.name, "vn")
         if not fits:

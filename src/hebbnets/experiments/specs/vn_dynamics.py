@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._report import Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, fmt, ood_id_ratio
+from .._report import (Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
+                       ood_id_ratio)
 from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 
 SEEDS = (0, 1, 2)
@@ -391,19 +392,11 @@ def cap_note(ctx: ReportContext) -> list[str]:
     """Per bench: the fits whose epoch cap, not the patience rule, ended training (from the records)."""
     lines = []
     for bench in BENCHES:
-        capped, total = {}, 0
-        for lab in ctx.labels(bench.name):
-            for e in ctx.fits(bench.name, lab):
-                h = e["stats"].get("history") or {}
-                if "epochs_run" not in h:
-                    continue
-                total += 1
-                if h["epochs_run"] >= int(e["config"].get("epochs", math.inf)):
-                    capped[lab] = capped.get(lab, 0) + 1
+        total, capped = capped_fits(ctx, bench.name)
         if total:
-            which = ", ".join(f"{lab} {n}/{len(ctx.fits(bench.name, lab))}" for lab, n in capped.items()) or "none"
-            lines.append(f"- {bench.name}: the epoch cap ended {sum(capped.values())} of {total} trained fits "
-                         f"(per model: {which}).")
+            which = ", ".join(f"{lab} {len(hit)}/{n}" for lab, (n, hit) in capped.items()) or "none"
+            lines.append(f"- {bench.name}: the epoch cap ended {sum(len(h) for _, h in capped.values())} of {total} "
+                         f"trained fits (per model: {which}).")
     return (lines + [""]) if lines else []
 
 
