@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from hebbnets.experiments import (Bench, Claim, Custom, Figure, RecordStore, ReportContext, ResultsTable, Spec, Text,
-                                  build_report, capped_fits, decode_images, encode_images, ood_id_ratio, ratio_to_best)
+                                  build_report, capped_fits, decode_images, encode_images, ood_id_ratio, ratio_to_best,
+                                  unrun_line)
 
 BENCH = Bench("b", "toy_atoms", ("vn", "mlp", "cnn"))
 SPEC = Spec("s", "Test report", benches=(BENCH,), sections=(
@@ -64,6 +65,15 @@ def test_capped_fits_counts_the_fits_the_epoch_cap_ended_not_the_patience_rule()
                _fit("cnn", 0, 1.0, 1.0)]  # no history (e.g. a closed-form model): not counted
     total, capped = capped_fits(ReportContext(SPEC, "quick", entries, out="."), "b")
     assert total == 3 and capped == {"vn": (2, [60])}
+
+
+def test_unrun_line_names_the_labels_without_records_or_the_whole_bench():
+    assert unrun_line(ReportContext(SPEC, "quick", ENTRIES, out="."), "b") is None  # a summary counts as a record
+    only_vn = ReportContext(SPEC, "quick", [_fit("vn", 0, 1.0, 1.0)], out=".")
+    assert unrun_line(only_vn, "b", " in this round") == "- `b`: not run in this round: `mlp`, `cnn`."
+    assert unrun_line(ReportContext(SPEC, "quick", [], out="."), "b") == "- `b`: not run (no records)."
+    with pytest.raises(ValueError, match="^bench: "):
+        unrun_line(only_vn, "nope")
 
 
 def test_report_is_deterministic_and_prints_no_nan(tmp_path):

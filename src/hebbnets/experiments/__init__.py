@@ -14,7 +14,8 @@ from ._figures import loglog_slope
 from ._protocols import (DEFAULT_STATISTICS, FitContext, FitHook, decode_images, encode_images, get_protocol,
                          protocol_names, register_protocol, register_statistic, statistic_names)
 from ._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Section, Text, TuningTable, build_report,
-                      capped_fits, figure_kinds, fmt, fmt_pct, ood_id_ratio, ratio_to_best, register_figure)
+                      capped_fits, figure_kinds, fmt, fmt_pct, ood_id_ratio, ratio_to_best, register_figure,
+                      unrun_line)
 from ._reproduce import STAGES, parse_stages, report, reproduce, store_for, tune_bench
 from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spec, run_job
 from ._spec import (DEFAULT_SCALES, SCALES, Bench, Grid, Measure, Moves, Scale, Spec, Variant, get_spec,
@@ -32,5 +33,6 @@ __all__ = [
     "figure_kinds", "fit_key", "flat_records", "fmt", "fmt_pct", "get_protocol", "get_spec", "jsonable", "loglog_slope",
     "measure_key", "ood_id_ratio", "parse_stages", "plan_bench", "plan_measure", "plan_spec", "protocol_names",
     "provenance", "ratio_to_best", "register_figure", "register_protocol", "register_spec", "register_statistic",
-    "report", "reproduce", "run_job", "spec_names", "statistic_names", "store_for", "tune_bench", "variant",
+    "report", "reproduce", "run_job", "spec_names", "statistic_names", "store_for", "tune_bench", "unrun_line",
+    "variant",
 ]

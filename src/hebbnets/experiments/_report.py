@@ -209,6 +209,18 @@ class Custom(Section):
         return list(self.fn(ctx))
 
 
+def unrun_line(ctx: ReportContext, bench: str, qualifier: str = "") -> str | None:
+    """One markdown bullet naming what of ``bench`` has no records: the whole bench, or its
+    labels without records (``qualifier`` follows "not run", e.g. " in this round"); ``None``
+    when every label has records."""
+    labels = [v.label for v in ctx.spec.bench(bench).variants]
+    have = set(ctx.labels(bench))
+    if not have:
+        return f"- `{bench}`: not run{qualifier} (no records)."
+    gone = [lab for lab in labels if lab not in have]
+    return f"- `{bench}`: not run{qualifier}: " + ", ".join(f"`{lab}`" for lab in gone) + "." if gone else None
+
+
 def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[int, list[int]]]]:
     """Fits of ``bench`` that its epoch cap, not the patience rule, ended (from each record's
     ``history``): ``(trained fits with a history, {label: (fits of that label, best validation

@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 from .._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
-                       ood_id_ratio)
+                       ood_id_ratio, unrun_line)
 from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 
 SEEDS = (0, 1, 2)
@@ -372,15 +372,7 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "`vn_matrix-private` at `vn_matrix`'s with its own top-k; `vn-e200` / `vn-inpaint-e200` (functions1d) at "
              "`vn`'s chosen configuration under the baselines' stopping rule instead of the VN cut (what the cut cost; "
              "the configuration was still chosen under the cut).", *_cap_bound(ctx), ""]
-    missing = []
-    for b in ctx.spec.benches:
-        have = set(ctx.labels(b.name))
-        labels = [v.label for v in b.variants]
-        if not have:
-            missing.append(f"- `{b.name}`: not run in this round (no records).")
-        elif len(have) < len(labels):
-            missing.append(f"- `{b.name}`: not run in this round: " + ", ".join(f"`{lab}`" for lab in labels
-                                                                                if lab not in have) + ".")
+    missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
     for bench in ctx.spec.benches:
         chosen = ctx.configs(bench.configs).get("models", {})

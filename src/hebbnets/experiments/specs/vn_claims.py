@@ -26,7 +26,7 @@ import numpy as np
 
 from .._figures import _image_axis, _plt, _styles
 from .._protocols import decode_images
-from .._report import Claim, Custom, Figure, ReportContext, Text, TuningTable, fmt, register_figure
+from .._report import Claim, Custom, Figure, ReportContext, Text, TuningTable, fmt, register_figure, unrun_line
 from .._spec import Bench, Grid, Scale, Spec, register_spec, variant
 from ...bench.summary import sample_std
 from . import vn_benchmarks as VB
@@ -577,13 +577,10 @@ def coverage(ctx: ReportContext) -> list[str]:
     missing = []
     for b in ctx.spec.benches:
         have = set(ctx.labels(b.name))
-        labels = [v.label for v in b.variants]
-        if not have:
-            missing.append(f"- `{b.name}`: not run (no records).")
-            continue
-        if len(have) < len(labels):
-            missing.append(f"- `{b.name}`: not run: " + ", ".join(f"`{lab}`" for lab in labels if lab not in have) + ".")
-        for lab in labels:
+        line = unrun_line(ctx, b.name)
+        if line:
+            missing.append(line)
+        for lab in (v.label for v in b.variants):
             seeds = sorted({e["seed"] for e in ctx.fits(b.name, lab)})
             if lab in have and len(seeds) < len(SEEDS):
                 missing.append(f"- `{b.name}/{lab}`: seed{'s' if len(seeds) > 1 else ''} {','.join(map(str, seeds))} only "
