@@ -158,3 +158,19 @@ def test_history_records_the_epochs_of_backprop_and_vn_fits_alike():
     for entry in _run(bench):
         hist = entry["stats"]["history"]
         assert 1 <= hist["epochs_run"] <= 3 and 0 <= hist["best_val_epoch"] < hist["epochs_run"], entry["model"]
+
+
+def test_models_selects_a_label_alone_and_a_bare_model_name_every_variant():
+    """``--models vn_matrix`` runs the ``vn_matrix`` row, not also its control
+    ``vn_matrix-private`` (a variant of the same model); a model name that labels no row keeps
+    every variant of it."""
+    bench = Bench("b", "spatial2d", ("mlp", variant("mlp-wide", "mlp", hidden=(32,)),
+                                     variant("vae-small", "vae", latent=2), variant("vae-big", "vae", latent=4)),
+                  params=TINY, seeds=(0, 1))
+    labels = lambda models: sorted({j.slot["label"] for j in plan_bench(None, bench, "quick", models=models, check=False)})
+    assert labels(["mlp"]) == ["mlp"]
+    assert labels(["mlp-wide"]) == ["mlp-wide"]
+    assert labels(["vae"]) == ["vae-big", "vae-small"]
+    assert labels(["mlp", "vae-big"]) == ["mlp", "vae-big"]
+    with pytest.raises(ValueError, match=r"^models: \['cnn'\] are not models of bench 'b'"):
+        plan_bench(None, bench, "quick", models=["cnn"], check=False)

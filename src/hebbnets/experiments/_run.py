@@ -100,7 +100,8 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
     """Jobs of ``bench`` at ``scale`` (one per variant label and seed).
 
     Args:
-        seeds: replace the bench's seeds. models: keep only these labels (or model names).
+        seeds: replace the bench's seeds. models: keep only these labels; a model name that labels
+            no row keeps every variant of that model.
         chosen: ``{model: config}`` to start from instead of the task's ``model_configs``
             (e.g. configs just tuned at smoke scale under ``--out``).
         task: a ``Task`` object to use for every seed (in-process runs; data fixed).
@@ -116,7 +117,10 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
         if unknown:
             raise ValueError(f"models: {unknown} are not models of bench {bench.name!r}; "
                              f"expected labels from {[v.label for v in variants]}")
-        variants = [v for v in variants if v.label in wanted or v.model in wanted]
+        # a name that is a row's label selects that row only (``vn_matrix`` is not also its control
+        # ``vn_matrix-private``); a model name that labels no row selects every variant of it
+        labels = {v.label for v in variants}
+        variants = [v for v in variants if v.label in wanted or (v.model in wanted and v.model not in labels)]
     protocol = get_protocol(bench.protocol)
     options = dict(bench.options)
     jobs: list[Job] = []
