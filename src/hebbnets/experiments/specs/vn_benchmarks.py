@@ -307,13 +307,19 @@ def _control_ratio(ctx: ReportContext, bench: str, reading: str) -> dict[str, fl
     return out
 
 
-def _reading_verdict(ctx: ReportContext, bench: str, label: str) -> tuple[bool, str]:
+def _reading_verdict(ctx: ReportContext, bench: str, label: str) -> tuple[bool | None, str]:
+    """(True / False: the reading shows the paper's pattern or not; None: it does, but its
+    no-shared-factor control has no records, so whether shared factors carry it is undecided)."""
     rows = _ratios(ctx, bench, label)
     ok, notes = _pattern(rows)
     parts = [f"{s} {fmt(r)}x ({b.label})" for s, r, b, *_ in rows if b]
     text = f"`{label}`: " + ", ".join(parts)
     ctl = _control_ratio(ctx, bench, label)
-    if ctl:
+    if ctl and any(math.isnan(v) for v in ctl.values()):
+        text += ("; its no-shared-factor control has no records, so whether shared factors or capacity carry the "
+                 "OOD result is undecided")
+        ok = None if ok else ok
+    elif ctl:
         carried = all(v >= CONTROL_MARGIN for v in ctl.values())
         text += ("; control (no shared factors) / this: " + ", ".join(f"{s} {fmt(v)}x" for s, v in ctl.items())
                  + (" (shared factors carry the OOD result)" if carried else " (the control does about as well: "
@@ -335,6 +341,11 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
             return None, "no records yet."
         verdicts = [(lab, *_reading_verdict(ctx, bench.name, lab)) for lab in readings]
         holding = [lab for lab, ok, _ in verdicts if ok]
+        undecided = [lab for lab, ok, _ in verdicts if ok is None]
+        if undecided and not holding:
+            return None, (f"Undecided: {', '.join(f'`{u}`' for u in undecided)} shows the pattern but the control that "
+                          f"decides it was not run. ({strength}) Error / best baseline's error per split (the baseline "
+                          "in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
         head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading"
                 + "".join(f" ({CAVEATS[h]})" for h in holding if h in CAVEATS) + ". " if holding
                 else "Under no reading. ")
@@ -434,9 +445,12 @@ def family_summary(ctx: ReportContext) -> list[str]:
             if not readings or not _baselines(ctx, b):
                 parts.append(f"{_mode(b)} not measured")
                 continue
-            holding = [lab for lab in readings if _reading_verdict(ctx, b, lab)[0]]
-            parts.append(f"{_mode(b)} " + (f"holds under {', '.join(f'`{h}`' for h in holding)}" if holding
-                                           else "does not hold under any reading"))
+            verdicts = {lab: _reading_verdict(ctx, b, lab)[0] for lab in readings}
+            holding = [lab for lab, ok in verdicts.items() if ok]
+            undecided = [lab for lab, ok in verdicts.items() if ok is None]
+            parts.append(f"{_mode(b)} " + (f"holds under {', '.join(f'`{h}`' for h in holding)}" if holding else
+                                           f"undecided under {', '.join(f'`{u}`' for u in undecided)} (its control "
+                                           "was not run)" if undecided else "does not hold under any reading"))
         lines.append(f"- **{task}**: " + "; ".join(parts) + ".")
     return lines + ["", "The first mode listed is the stronger test: the claim line of a family follows it; a "
                     "reconstruct result alone is weak evidence (see each bench's line).", ""]
@@ -527,6 +541,9 @@ def code_size_table(bench: str) -> Custom:
                      + (" (rounded: the same), so it matches atoms and code size but shares no factors."
                         if topk == round(measured) else
                         f" (rounded {round(measured)}: the control's top-k was fixed before that count was measured)."))
+        elif not ctl and "vn_matrix-private" in {v.label for v in ctx.spec.bench(bench).variants}:
+            note += (" The no-shared-factor control `vn_matrix-private` is planned here but has no records (not run in "
+                     "this round), so this table cannot tell whether shared factors or capacity carry the result.")
         elif not ctl:
             note += " No no-shared-factor control here (it is a control of the matrix reading, which this bench lacks)."
         return [note, "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head), *rows, ""]

@@ -1,0 +1,51 @@
+"""The vn_benchmarks report's claim lines, on hand-made records: a reconstruct result holds only
+when the no-shared-factor control is run and does clearly worse; without the control it is
+undecided, never "holds" and never "capacity"."""
+from hebbnets.experiments import ReportContext
+from hebbnets.experiments.specs import vn_benchmarks as vb
+
+BENCH = "mnist_reconstruct"
+
+
+def _fit(label, seed, values):
+    """``values``: {split: mse}."""
+    return {"key": f"{label}{seed}", "kind": "fit", "model": label.split("-")[0], "seed": seed, "config": {},
+            "task": "mnist_comp", "slots": [{"spec": "vn_benchmarks", "bench": BENCH, "label": label, "scale": "quick",
+                                            "seed": seed}],
+            "rows": [{"split": s, "metric": "mse", "value": v} for s, v in values.items()],
+            "stats": {"num_parameters": 1}}
+
+
+def _ctx(table):
+    entries = [_fit(lab, seed, splits) for lab, splits in table.items() for seed in (0, 1, 2)]
+    return ReportContext(vb.SPEC, "quick", entries, out=".")
+
+
+TABLE = {
+    "vn_matrix": {"id": 3e-4, "ood_add": 4e-4, "ood_max": 4e-4},  # ID 0.1x, OOD 0.05x the best baseline's
+    "mlp": {"id": 3e-3, "ood_add": 8e-3, "ood_max": 8e-3},
+    "conv_ae": {"id": 3e-3, "ood_add": 9e-3, "ood_max": 9e-3},
+}
+CLAIM = next(c for c in vb.SPEC.sections if getattr(c, "statement", "").startswith(BENCH + ":"))
+
+
+def test_a_reconstruct_pattern_without_its_control_is_undecided():
+    ctx = _ctx(TABLE)
+    verdict, evidence = CLAIM.check(ctx)
+    assert verdict is None and evidence.startswith("Undecided: `vn_matrix` shows the pattern")
+    assert "control has no records" in evidence and "capacity, not shared factors" not in evidence
+    assert "reconstruct undecided under `vn_matrix`" in "".join(vb.family_summary(ctx))
+
+
+def test_the_control_decides_a_reconstruct_pattern():
+    worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}  # 7.5x the shared model's
+    verdict, evidence = CLAIM.check(_ctx(worse))
+    assert verdict is True and "shared factors carry the OOD result" in evidence
+    as_good = {**TABLE, "vn_matrix-private": {"id": 3e-4, "ood_add": 5e-4, "ood_max": 5e-4}}  # 1.25x: capacity
+    verdict, evidence = CLAIM.check(_ctx(as_good))
+    assert verdict is False and "capacity, not shared factors" in evidence
+
+
+def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
+    poor = {**TABLE, "vn_matrix": {"id": 3e-3, "ood_add": 7e-3, "ood_max": 7e-3}}
+    assert CLAIM.check(_ctx(poor))[0] is False
