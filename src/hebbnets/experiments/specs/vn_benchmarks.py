@@ -167,8 +167,8 @@ SPATIAL_CAPACITY = Bench(
 
 # -- mnist_comp -------------------------------------------------------------------------------
 _MN = dict(epochs=40, patience=5, batch_size=64)
-#: the control's top-k on mnist (as S_CONTROL_TOPK)
-M_CONTROL_TOPK = 64
+#: the control's top-k on mnist (as S_CONTROL_TOPK: vn_matrix measured 260.2, 286.1, 249.7 on id, seeds 0-2)
+M_CONTROL_TOPK = 265
 #: mnist: 6 validation points per model: the autoencoders' latent width x learning rate, every VN
 #: variant a successive search
 MNIST_RECONSTRUCT = Bench(
