@@ -49,3 +49,15 @@ def test_the_control_decides_a_reconstruct_pattern():
 def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
     poor = {**TABLE, "vn_matrix": {"id": 3e-3, "ood_add": 7e-3, "ood_max": 7e-3}}
     assert CLAIM.check(_ctx(poor))[0] is False
+
+
+def test_the_span_note_names_a_matrix_reading_that_can_copy_any_image():
+    def ctx(atoms_u, atoms_s):
+        entries = [_fit(lab, 0, splits) for lab, splits in TABLE.items()]
+        for e in entries:
+            e["task_params"] = {}  # mnist digits: 28 x 28
+            if e["slots"][0]["label"] == "vn_matrix":
+                e["config"] = {"atoms_u": atoms_u, "atoms_s": atoms_s}
+        return ReportContext(vb.SPEC, "quick", entries, out=".")
+    assert "`vn_matrix` has 40 x 40 factors for 28 x 28 images" in vb._span_note(ctx(40, 40), BENCH)
+    assert vb._span_note(ctx(40, 20), BENCH) == ""
