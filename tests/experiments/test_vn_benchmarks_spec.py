@@ -59,5 +59,5 @@ def test_the_span_note_names_a_matrix_reading_that_can_copy_any_image():
             if e["slots"][0]["label"] == "vn_matrix":
                 e["config"] = {"atoms_u": atoms_u, "atoms_s": atoms_s}
         return ReportContext(vb.SPEC, "quick", entries, out=".")
-    assert "`vn_matrix` has 40 x 40 factors for 28 x 28 images" in vb._span_note(ctx(40, 40), BENCH)
+    assert "as wide as the 28 x 28 images: `vn_matrix` (40 x 40 factors)." in vb._span_note(ctx(40, 40), BENCH)
     assert vb._span_note(ctx(40, 20), BENCH) == ""

@@ -499,17 +499,18 @@ def _latent(entry: dict[str, Any]) -> str:
 def _span_note(ctx: ReportContext, bench: str) -> str:
     """A matrix reading whose factor libraries are at least as wide as the image can write every
     image as ``U G S^T`` (full-rank ``U``, ``S``): it can copy any input, so the note says so."""
-    out = ""
+    wide, side = [], 28  # mnist digits are 28 x 28; spatial2d records carry their grid
     for lab in ctx.labels(bench):
         fits = [f for f in ctx.fits(bench, lab) if "atoms_u" in f["config"] and f["config"].get("factors") != "private"]
-        if not fits:
-            continue
-        cfg, side = fits[0]["config"], fits[0]["task_params"].get("grid", 28)  # mnist digits are 28 x 28
-        if cfg["atoms_u"] >= side and cfg["atoms_s"] >= side:
-            out += (f" `{lab}` has {cfg['atoms_u']} x {cfg['atoms_s']} factors for {side} x {side} images: with full-rank "
-                    "`U` and `S`, `U G S^T` spans every image, so it can copy any input; what it cannot get from the "
-                    "span is a sparse code that transfers, which is what the no-shared-factor control tests.")
-    return out
+        if fits:
+            cfg, side = fits[0]["config"], fits[0]["task_params"].get("grid", 28)
+            if cfg["atoms_u"] >= side and cfg["atoms_s"] >= side:
+                wide.append(f"`{lab}` ({cfg['atoms_u']} x {cfg['atoms_s']} factors)")
+    if not wide:
+        return ""
+    return (f" Factor libraries at least as wide as the {side} x {side} images: " + ", ".join(wide) + ". With full-rank "
+            "`U` and `S`, `U G S^T` then spans every image, so such a reading can copy any input; what the span does not "
+            "give is a sparse code that transfers, which is what the no-shared-factor control tests.")
 
 
 def code_size_table(bench: str) -> Custom:
