@@ -346,8 +346,9 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
             return None, (f"Undecided: {', '.join(f'`{u}`' for u in undecided)} shows the pattern but the control that "
                           f"decides it was not run. ({strength}) Error / best baseline's error per split (the baseline "
                           "in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
-        head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading"
-                + "".join(f" ({CAVEATS[h]})" for h in holding if h in CAVEATS) + ". " if holding
+        head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading{'s' if len(holding) > 1 else ''}"
+                + "".join(f" ({c})" for c in dict.fromkeys(CAVEATS[h] for h in holding if h in CAVEATS)) + ". "
+                if holding
                 else "Under no reading. ")
         return bool(holding), (head + f"({strength}) Error / best baseline's error per split (the baseline in "
                                "brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
