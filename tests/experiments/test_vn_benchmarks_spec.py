@@ -61,3 +61,14 @@ def test_the_span_note_names_a_matrix_reading_that_can_copy_any_image():
         return ReportContext(vb.SPEC, "quick", entries, out=".")
     assert "as wide as the 28 x 28 images: `vn_matrix` (40 x 40 factors)." in vb._span_note(ctx(40, 40), BENCH)
     assert vb._span_note(ctx(40, 20), BENCH) == ""
+
+
+def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):
+    ctx = _ctx(TABLE)
+    points = {"models": {"vn_matrix": {"points": [{"config": {"lam": 0.02}}, {"config": {"lam": 0.02, "test_lam": 0.02}}]},
+                         "mlp": {"points": [{"config": {"lr": 0.001}}]}}}  # no lam at all: never void
+    monkeypatch.setattr(ctx, "configs", lambda name: points if name.startswith("mnist") else {})
+    [line] = vb._void_moves(ctx)
+    assert line.startswith("- **Void moves.** In `mnist_reconstruct/vn_matrix` the test-time-`lam` move")
+    points["models"]["vn_matrix"]["points"][1]["config"]["test_lam"] = 0.01
+    assert vb._void_moves(ctx) == []

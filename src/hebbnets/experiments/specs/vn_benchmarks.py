@@ -375,7 +375,8 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     """What this round cut for compute time (from the spec's constants) and which benches and
     rows have no records (from the store)."""
     lines = ["## This round: what was cut and what was not run", "",
-             "This round ran as single-thread processes on a shared 2-core machine within a few sessions of hours, so it cut "
+             "This round ran as single-thread processes on a shared 2-core machine over several sessions of a few hours "
+             "each, so it cut "
              "(a search cut equally for every model of a bench that was re-tuned):", "",
              f"- **VN stopping rule.** The VN variants train for at most {_stopping(_IMG_VN)} on spatial2d and "
              f"{_stopping(_SEQ_VN)} on functions1d; the baselines for at most {_stopping(_IMG)} and {_stopping(_SEQ)}. "
@@ -384,7 +385,8 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              f"reconstruct has no cut: every model, VN variants included, trains under {_stopping(_MN)} and is chosen "
              f"from {MNIST_RECONSTRUCT.tuning['vn'].n_points} validation points (the VN searches: atoms, `lam`, `beta` "
              "with the Hebbian rates, the test-time `lam` and the FISTA budget; each autoencoder a latent width x "
-             "learning-rate grid).",
+             "learning-rate grid; `vn_matrix` has no `beta` move: with input = target and no mask, clamping the target "
+             "only rescales `lam`).", *_void_moves(ctx),
              f"- **Searches.** Each VN variant: {SPATIAL_DECODE.tuning['vn'].n_points} validation points on spatial2d "
              "(cut from 7: its base, more atoms, a lower `lam`) and "
              f"{FUNCTIONS_MASKED.tuning['vn'].n_points} on functions1d (atoms fixed at 150: a first run of that search "
@@ -417,6 +419,22 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     if missing:
         lines += ["Not run (compute time), so every statement below leaves these out:", "", *missing, ""]
     return lines
+
+
+def _void_moves(ctx: ReportContext) -> list[str]:
+    """Validation points whose test-time ``lam`` equals the training ``lam`` of the same point: the
+    move repeated the configuration it started from (from the configs files)."""
+    void = []
+    for b in ctx.spec.benches:
+        for model, d in ctx.configs(b.configs).get("models", {}).items():
+            if any(p["config"].get("test_lam") is not None and p["config"]["test_lam"] == p["config"].get("lam")
+                   for p in d.get("points", [])):
+                void.append(f"`{b.name}/{model}`")
+    if not void:
+        return []
+    return [f"- **Void moves.** In {', '.join(dict.fromkeys(void))} the test-time-`lam` move set it to the training "
+            "`lam` the search had already chosen, so that point repeated the configuration before it: the test-time "
+            "`lam` was not searched there."]
 
 
 def _cap_bound(ctx: ReportContext) -> list[str]:
