@@ -51,16 +51,20 @@ def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
     assert CLAIM.check(_ctx(poor))[0] is False
 
 
-def test_the_span_note_names_a_matrix_reading_that_can_copy_any_image():
-    def ctx(atoms_u, atoms_s):
-        entries = [_fit(lab, 0, splits) for lab, splits in TABLE.items()]
+def test_the_span_note_names_a_reading_that_can_copy_any_image():
+    def ctx(matrix_cfg, vector_cfg):
+        entries = [_fit(lab, 0, splits) for lab, splits in {**TABLE, "vn": TABLE["vn_matrix"]}.items()]
         for e in entries:
             e["task_params"] = {}  # mnist digits: 28 x 28
-            if e["slots"][0]["label"] == "vn_matrix":
-                e["config"] = {"atoms_u": atoms_u, "atoms_s": atoms_s}
+            e["config"] = {"vn_matrix": matrix_cfg, "vn": vector_cfg}.get(e["slots"][0]["label"], {})
         return ReportContext(vb.SPEC, "quick", entries, out=".")
-    assert "as wide as the 28 x 28 images: `vn_matrix` (40 x 40 factors)." in vb._span_note(ctx(40, 40), BENCH)
-    assert vb._span_note(ctx(40, 20), BENCH) == ""
+    narrow = {"atoms": [512], "output": "reconstruction"}
+    note = vb._span_note(ctx({"atoms_u": 40, "atoms_s": 40}, narrow), BENCH)
+    assert "span every 28 x 28 image: `vn_matrix` (40 x 40 factors)." in note
+    assert vb._span_note(ctx({"atoms_u": 40, "atoms_s": 20}, narrow), BENCH) == ""
+    note = vb._span_note(ctx({"atoms_u": 40, "atoms_s": 20}, {"atoms": [1024], "output": "reconstruction"}), BENCH)
+    assert "span every 28 x 28 image: `vn` (1,024 atoms for 784 pixels)." in note
+    assert vb._span_note(ctx({"atoms_u": 40, "atoms_s": 20}, {"atoms": [784], "output": "prediction"}), BENCH) == ""
 
 
 def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):

@@ -516,20 +516,25 @@ def _latent(entry: dict[str, Any]) -> str:
 
 
 def _span_note(ctx: ReportContext, bench: str) -> str:
-    """A matrix reading whose factor libraries are at least as wide as the image can write every
-    image as ``U G S^T`` (full-rank ``U``, ``S``): it can copy any input, so the note says so."""
+    """A reading whose library spans the image space can copy any input, so the note names it: a
+    matrix reading with factor libraries at least as wide as the image (full-rank ``U``, ``S``:
+    ``U G S^T`` is any image) and a vector reading with at least as many atoms as pixels."""
     wide, side = [], 28  # mnist digits are 28 x 28; spatial2d records carry their grid
     for lab in ctx.labels(bench):
-        fits = [f for f in ctx.fits(bench, lab) if "atoms_u" in f["config"] and f["config"].get("factors") != "private"]
-        if fits:
-            cfg, side = fits[0]["config"], fits[0]["task_params"].get("grid", 28)
-            if cfg["atoms_u"] >= side and cfg["atoms_s"] >= side:
-                wide.append(f"`{lab}` ({cfg['atoms_u']} x {cfg['atoms_s']} factors)")
+        fits = [f for f in ctx.fits(bench, lab) if f["config"].get("factors") != "private"]
+        if not fits:
+            continue
+        cfg, side = fits[0]["config"], fits[0]["task_params"].get("grid", 28)
+        if "atoms_u" in cfg and cfg["atoms_u"] >= side and cfg["atoms_s"] >= side:
+            wide.append(f"`{lab}` ({cfg['atoms_u']} x {cfg['atoms_s']} factors)")
+        elif cfg.get("output") == "reconstruction" and cfg.get("atoms") and cfg["atoms"][0] >= side * side:
+            wide.append(f"`{lab}` ({cfg['atoms'][0]:,} atoms for {side * side} pixels)")
     if not wide:
         return ""
-    return (f" Factor libraries at least as wide as the {side} x {side} images: " + ", ".join(wide) + ". With full-rank "
-            "`U` and `S`, `U G S^T` then spans every image, so such a reading can copy any input; what the span does not "
-            "give is a sparse code that transfers, which is what the no-shared-factor control tests.")
+    return (f" Libraries that span every {side} x {side} image: " + ", ".join(wide) + ". Factor libraries at least as "
+            "wide as the image (full-rank `U`, `S`: `U G S^T`), or at least as many atoms as pixels, can write any "
+            "image, so such a reading can copy any input; what the span does not give is a sparse code that "
+            "transfers, which is what the no-shared-factor control tests (a control of the matrix reading only).")
 
 
 def code_size_table(bench: str) -> Custom:
