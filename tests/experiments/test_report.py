@@ -67,9 +67,12 @@ def test_capped_fits_counts_the_fits_the_epoch_cap_ended_not_the_patience_rule()
     assert total == 3 and capped == {"vn": (2, [60])}
 
 
-def test_unrun_line_names_the_labels_without_records_or_the_whole_bench():
-    assert unrun_line(ReportContext(SPEC, "quick", ENTRIES, out="."), "b") is None  # a summary counts as a record
-    only_vn = ReportContext(SPEC, "quick", [_fit("vn", 0, 1.0, 1.0)], out=".")
+def test_unrun_line_names_the_labels_and_seeds_without_records_or_the_whole_bench():
+    # a summary counts as every seed; vn lacks seed 2, mlp seeds 1 and 2
+    assert unrun_line(ReportContext(SPEC, "quick", ENTRIES, out="."), "b") == "- `b`: not run: `vn` seed 2, `mlp` seeds 1, 2."
+    every_seed = [_fit(lab, s, 1.0, 1.0) for lab in ("vn", "mlp") for s in (0, 1, 2)] + ENTRIES[3:4]
+    assert unrun_line(ReportContext(SPEC, "quick", every_seed, out="."), "b") is None
+    only_vn = ReportContext(SPEC, "quick", [_fit("vn", s, 1.0, 1.0) for s in (0, 1, 2)], out=".")
     assert unrun_line(only_vn, "b", " in this round") == "- `b`: not run in this round: `mlp`, `cnn`."
     assert unrun_line(ReportContext(SPEC, "quick", [], out="."), "b") == "- `b`: not run (no records)."
     with pytest.raises(ValueError, match="^bench: "):

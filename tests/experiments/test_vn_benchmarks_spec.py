@@ -46,6 +46,16 @@ def test_the_control_decides_a_reconstruct_pattern():
     assert verdict is False and "capacity, not shared factors" in evidence
 
 
+def test_a_control_on_fewer_seeds_than_the_reading_does_not_decide():
+    worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}
+    entries = [e for e in _ctx(worse).entries if not (e["slots"][0]["label"] == "vn_matrix-private" and e["seed"] > 0)]
+    ctx = ReportContext(vb.SPEC, "quick", entries, out=".")
+    verdict, evidence = CLAIM.check(ctx)
+    assert verdict is None and "on the control's 1 seed (0) of the reading's 3: ood_add 7.5x" in evidence
+    assert "too few control seeds to decide" in evidence and "(shared factors carry the OOD result)" not in evidence
+    assert "`vn_matrix-private` seeds 1, 2" in vb.unrun_line(ctx, BENCH)
+
+
 def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
     poor = {**TABLE, "vn_matrix": {"id": 3e-3, "ood_add": 7e-3, "ood_max": 7e-3}}
     assert CLAIM.check(_ctx(poor))[0] is False

@@ -210,15 +210,22 @@ class Custom(Section):
 
 
 def unrun_line(ctx: ReportContext, bench: str, qualifier: str = "") -> str | None:
-    """One markdown bullet naming what of ``bench`` has no records: the whole bench, or its
-    labels without records (``qualifier`` follows "not run", e.g. " in this round"); ``None``
-    when every label has records."""
+    """One markdown bullet naming what of ``bench`` has no records: the whole bench, its labels
+    without records, and the seeds of the bench a label's fits lack (``qualifier`` follows "not
+    run", e.g. " in this round"); ``None`` when every label has records on every seed (an
+    imported summary counts as every seed)."""
     labels = [v.label for v in ctx.spec.bench(bench).variants]
     have = set(ctx.labels(bench))
     if not have:
         return f"- `{bench}`: not run{qualifier} (no records)."
-    gone = [lab for lab in labels if lab not in have]
-    return f"- `{bench}`: not run{qualifier}: " + ", ".join(f"`{lab}`" for lab in gone) + "." if gone else None
+    gone = [f"`{lab}`" for lab in labels if lab not in have]
+    seeds = ctx.spec.bench(bench).at(ctx.scale).seeds
+    for lab in labels:
+        done = {f["seed"] for f in ctx.fits(bench, lab)}
+        lacking = [str(s) for s in seeds if s not in done]
+        if done and lacking:
+            gone.append(f"`{lab}` seed{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}")
+    return f"- `{bench}`: not run{qualifier}: " + ", ".join(gone) + "." if gone else None
 
 
 def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[int, list[int]]]]:

@@ -237,6 +237,8 @@ ID_PARITY, OOD_FACTOR = 1.25, 0.2
 #: a reconstruct result is carried by shared factors only if the no-shared-factor control's OOD
 #: error is at least this many times the shared model's
 CONTROL_MARGIN = 2.0
+#: a control decides a verdict only on at least this many seeds (and as many as the reading has)
+MIN_SEEDS = 3
 NOT_BASELINES = set(READINGS) | set(CONTROLS) | set(HAND_FACTORISED) | set(REFERENCES)
 
 
@@ -307,9 +309,24 @@ def _control_ratio(ctx: ReportContext, bench: str, reading: str) -> dict[str, fl
     return out
 
 
+def _control_of(reading: str) -> str:
+    return next(ctl for ctl, of in CONTROLS.items() if of == reading)
+
+
+def _seeds(ctx: ReportContext, bench: str, label: str) -> tuple[int, list[int]]:
+    """The fewest seeds any split of ``label`` has on ``bench``'s metric, and those seeds."""
+    m = _metric(ctx, bench)
+    cells = [c for c in (ctx.cell(bench, label, s, m) for s in ["id", *_ood_splits(ctx, bench, m)]) if c]
+    if not cells:
+        return 0, []
+    fewest = min(cells, key=lambda c: c.n)
+    return fewest.n, sorted(fewest.seeds)
+
+
 def _reading_verdict(ctx: ReportContext, bench: str, label: str) -> tuple[bool | None, str]:
     """(True / False: the reading shows the paper's pattern or not; None: it does, but its
-    no-shared-factor control has no records, so whether shared factors carry it is undecided)."""
+    no-shared-factor control has no records or fewer seeds than the reading (at least
+    ``MIN_SEEDS``), so whether shared factors carry it is undecided)."""
     rows = _ratios(ctx, bench, label)
     ok, notes = _pattern(rows)
     parts = [f"{s} {fmt(r)}x ({b.label})" for s, r, b, *_ in rows if b]
@@ -321,10 +338,19 @@ def _reading_verdict(ctx: ReportContext, bench: str, label: str) -> tuple[bool |
         ok = None if ok else ok
     elif ctl:
         carried = all(v >= CONTROL_MARGIN for v in ctl.values())
-        text += ("; control (no shared factors) / this: " + ", ".join(f"{s} {fmt(v)}x" for s, v in ctl.items())
-                 + (" (shared factors carry the OOD result)" if carried else " (the control does about as well: "
-                    "capacity, not shared factors)"))
-        ok = ok and carried
+        ratios = ", ".join(f"{s} {fmt(v)}x" for s, v in ctl.items())
+        (n_ctl, ctl_seeds), (n_read, _) = _seeds(ctx, bench, _control_of(label)), _seeds(ctx, bench, label)
+        if n_ctl < max(MIN_SEEDS, n_read):
+            # a decision needs the control on as many seeds as the reading; fewer only indicate
+            text += (f"; control (no shared factors) / this, on the control's {n_ctl} seed{'s' if n_ctl > 1 else ''} "
+                     f"({', '.join(map(str, ctl_seeds))}) of the reading's {n_read}: {ratios} (too few control seeds "
+                     "to decide, so undecided)")
+            ok = None if ok else ok
+        else:
+            text += ("; control (no shared factors) / this: " + ratios
+                     + (" (shared factors carry the OOD result)" if carried else " (the control does about as well: "
+                        "capacity, not shared factors)"))
+            ok = ok and carried
     if notes:
         text += " — " + "; ".join(notes)
     return ok, text
@@ -344,7 +370,7 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
         undecided = [lab for lab, ok, _ in verdicts if ok is None]
         if undecided and not holding:
             return None, (f"Undecided: {', '.join(f'`{u}`' for u in undecided)} shows the pattern but the control that "
-                          f"decides it was not run. ({strength}) Error / best baseline's error per split (the baseline "
+                          f"decides it was not run on every seed. ({strength}) Error / best baseline's error per split (the baseline "
                           "in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
         head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading{'s' if len(holding) > 1 else ''}"
                 + "".join(f" ({c})" for c in dict.fromkeys(CAVEATS[h] for h in holding if h in CAVEATS)) + ". "
@@ -469,7 +495,7 @@ def family_summary(ctx: ReportContext) -> list[str]:
             undecided = [lab for lab, ok in verdicts.items() if ok is None]
             parts.append(f"{_mode(b)} " + (f"holds under {', '.join(f'`{h}`' for h in holding)}" if holding else
                                            f"undecided under {', '.join(f'`{u}`' for u in undecided)} (its control "
-                                           "was not run)" if undecided else "does not hold under any reading"))
+                                           "was not run on every seed)" if undecided else "does not hold under any reading"))
         lines.append(f"- **{task}**: " + "; ".join(parts) + ".")
     return lines + ["", "The first mode listed is the stronger test: the claim line of a family follows it; a "
                     "reconstruct result alone is weak evidence (see each bench's line).", ""]
