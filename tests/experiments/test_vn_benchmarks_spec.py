@@ -56,6 +56,22 @@ def test_a_control_on_fewer_seeds_than_the_reading_does_not_decide():
     assert "`vn_matrix-private` seeds 1, 2" in vb.unrun_line(ctx, BENCH)
 
 
+def test_the_code_size_note_gives_the_controls_parameter_ratio():
+    entries = _ctx({**TABLE, "vn_matrix-private": TABLE["vn_matrix"]}).entries
+    for e in entries:
+        e["task_params"] = {}
+        if e["slots"][0]["label"] == "vn_matrix-private":
+            e["config"] = {"atoms_u": 40, "atoms_s": 40, "factors": "private", "topk": 265}
+            e["stats"] = {"num_parameters": 40, "code_size": {"id": 265.0, "ood_add": 265.0, "ood_max": 265.0}}
+        elif e["slots"][0]["label"] == "vn_matrix":
+            e["stats"]["code_size"] = {"id": 265.0, "ood_add": 300.0, "ood_max": 300.0}
+            e["config"] = {"atoms_u": 40, "atoms_s": 40}
+        else:
+            e["config"] = {"hidden": [64], "latent": 8}
+    text = "".join(vb.code_size_table(BENCH).render(ReportContext(vb.SPEC, "quick", entries, out=".")))
+    assert "so the control has 40x the parameters (40 against 1)." in text
+
+
 def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
     poor = {**TABLE, "vn_matrix": {"id": 3e-3, "ood_add": 7e-3, "ood_max": 7e-3}}
     assert CLAIM.check(_ctx(poor))[0] is False

@@ -609,6 +609,10 @@ def code_size_table(bench: str) -> Custom:
                      + (" (rounded: the same), so it matches atoms and code size but shares no factors."
                         if topk == round(measured) else
                         f" (rounded {round(measured)}: the control's top-k was fixed before that count was measured)."))
+            p_ctl, p_shared = ctl[0]["stats"].get("num_parameters"), shared[0]["stats"].get("num_parameters")
+            if p_ctl and p_shared:
+                note += (f" Without shared factors every pair carries its own two vectors, so the control has "
+                         f"{fmt(p_ctl / p_shared)}x the parameters ({p_ctl:,} against {p_shared:,}).")
         elif not ctl and "vn_matrix-private" in {v.label for v in ctx.spec.bench(bench).variants}:
             note += (" The no-shared-factor control `vn_matrix-private` is planned here but has no records (not run in "
                      "this round), so this table cannot tell whether shared factors or capacity carry the result.")
