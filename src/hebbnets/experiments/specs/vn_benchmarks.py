@@ -370,8 +370,8 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
         undecided = [lab for lab, ok, _ in verdicts if ok is None]
         if undecided and not holding:
             return None, (f"Undecided: {', '.join(f'`{u}`' for u in undecided)} shows the pattern but the control that "
-                          f"decides it was not run on every seed. ({strength}) Error / best baseline's error per split (the baseline "
-                          "in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
+                          f"decides it was not run on every seed. ({strength}) Error / best baseline's error per "
+                          "split (the baseline in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
         head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading{'s' if len(holding) > 1 else ''}"
                 + "".join(f" ({c})" for c in dict.fromkeys(CAVEATS[h] for h in holding if h in CAVEATS)) + ". "
                 if holding
@@ -495,7 +495,8 @@ def family_summary(ctx: ReportContext) -> list[str]:
             undecided = [lab for lab, ok in verdicts.items() if ok is None]
             parts.append(f"{_mode(b)} " + (f"holds under {', '.join(f'`{h}`' for h in holding)}" if holding else
                                            f"undecided under {', '.join(f'`{u}`' for u in undecided)} (its control "
-                                           "was not run on every seed)" if undecided else "does not hold under any reading"))
+                                           "was not run on every seed)" if undecided else
+                                           "does not hold under any reading"))
         lines.append(f"- **{task}**: " + "; ".join(parts) + ".")
     return lines + ["", "The first mode listed is the stronger test: the claim line of a family follows it; a "
                     "reconstruct result alone is weak evidence (see each bench's line).", ""]
