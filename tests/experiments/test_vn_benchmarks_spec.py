@@ -41,6 +41,8 @@ def test_the_control_decides_a_reconstruct_pattern():
     worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}  # 7.5x the shared model's
     verdict, evidence = CLAIM.check(_ctx(worse))
     assert verdict is True and "shared factors carry the OOD result" in evidence
+    # the caveat beside the verdict is the task's: a digit is not a rank-1 bump (that is spatial2d's)
+    assert "a digit is not one rank-1 atom" in evidence and "bump" not in evidence
     as_good = {**TABLE, "vn_matrix-private": {"id": 3e-4, "ood_add": 5e-4, "ood_max": 5e-4}}  # 1.25x: capacity
     verdict, evidence = CLAIM.check(_ctx(as_good))
     assert verdict is False and "capacity, not shared factors" in evidence

@@ -522,11 +522,19 @@ def _amortised_configs(ctx: ReportContext) -> list[str]:
             lines.append(f"- `{b.name.removeprefix('amortised_')}`: not run (no records).")
             continue
         cfg = fits[0]["config"]
-        shown = {k: cfg[k] for k in ("atoms", "hidden", "lam", "test_lam", "topk", "epochs", "patience", "max_iter")
+        shown = {k: cfg[k] for k in ("atoms", "hidden", "lam", "beta", "test_lam", "topk", "epochs", "patience", "max_iter")
                  if k in cfg}
         commits = sorted({str(e.get("commit"))[:7] for e in fits})
-        lines.append(f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
-                     f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
+        line = (f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
+                f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
+        # a later search may have chosen another configuration: these rows then measure the earlier one
+        chosen = ctx.configs(b.configs).get("models", {}).get(b.tuned_config_key(b.variants[0]), {}).get("config", {})
+        changed = {k: v for k, v in chosen.items() if cfg.get(k) != v}
+        if changed:
+            line += (" **Not the configuration chosen now** (now: " + ", ".join(f"`{k}={v}`" for k, v in changed.items())
+                     + f"), so these rows measure the earlier one (rerun: `hebbnets reproduce vn_claims --stage run "
+                     f"--benches {b.name}`).")
+        lines.append(line)
     return lines + [""]
 
 
