@@ -75,3 +75,19 @@ def test_warm_start_cell_says_when_plain_fistas_energy_is_never_reached():
 @pytest.mark.parametrize("values, text", [([1024.0, 1024.0], "1024 ± 0"), ([3.0], "3"), ([], "—"), ([2.0, 3.0], "2.5 ± 0.707")])
 def test_counts_print_without_exponent(values, text):
     assert vc._ms_count(values) == text
+
+
+def test_amortised_rows_at_an_earlier_configuration_are_flagged():
+    """The amortised rows take the chosen `vn` of each task; when a later search chose another
+    configuration, the configs list says so and gives the rerun command."""
+    bench = next(b for b in vc.AMORTISED if b.name == "amortised_functions1d_masked")
+    chosen = _ctx([]).configs(bench.configs)["models"]["vn"]["config"]
+    def listing(config):
+        e = _fit(bench.name, "vn", 0, {("id", "error_ratio"): 1.0})
+        e["config"] = config
+        return "\n".join(vc._amortised_configs(_ctx([e])))
+    line = next(x for x in listing(dict(chosen)).splitlines() if x.startswith("- `functions1d_masked`"))
+    assert "Not the configuration chosen now" not in line
+    line = next(x for x in listing({**chosen, "lam": 123.0}).splitlines() if x.startswith("- `functions1d_masked`"))
+    assert f"**Not the configuration chosen now** (now: `lam={chosen['lam']}`)" in line
+    assert "--benches amortised_functions1d_masked" in line
