@@ -171,6 +171,12 @@ class ReportContext:
             return _configs.load(stem, self.configs_dir, follow=follow)
         return _configs.load(stem, follow=follow)
 
+    def chosen_config(self, bench: str, label: str) -> dict[str, Any]:
+        """The configuration the configs file of ``bench`` holds for ``label`` (what a run
+        starts from now; ``{}`` when none was chosen): to tell records of an earlier choice."""
+        b = self.spec.bench(bench)
+        return self.configs(b.configs).get("models", {}).get(b.tuned_config_key(b.variant(label)), {}).get("config", {})
+
     def commits(self) -> list[str]:
         return sorted({str(e.get("commit"))[:7] for e in self.entries if e.get("commit")})
 

@@ -434,13 +434,11 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
     for bench in ctx.spec.benches:
-        chosen = ctx.configs(bench.configs).get("models", {})
         for lab in ctx.labels(bench.name):
             e = ctx.summary_entry(bench.name, lab)
             if ctx.fits(bench.name, lab) or e is None:
                 continue
-            want = chosen.get(bench.tuned_config_key(next(v for v in bench.variants if v.label == lab)), {})
-            want = want.get("config", {})
+            want = ctx.chosen_config(bench.name, lab)
             (same if all(e["config"].get(k) == v for k, v in want.items()) else older).append(f"`{bench.name}/{lab}`")
     if same:
         missing.append("- Imported summaries, not rerun (3 seeds each, from an earlier result file, at the configuration "

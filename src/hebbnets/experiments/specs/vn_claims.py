@@ -528,8 +528,7 @@ def _amortised_configs(ctx: ReportContext) -> list[str]:
         line = (f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
                 f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
         # a later search may have chosen another configuration: these rows then measure the earlier one
-        chosen = ctx.configs(b.configs).get("models", {}).get(b.tuned_config_key(b.variants[0]), {}).get("config", {})
-        changed = {k: v for k, v in chosen.items() if cfg.get(k) != v}
+        changed = {k: v for k, v in ctx.chosen_config(b.name, "vn").items() if cfg.get(k) != v}
         if changed:
             line += (" **Not the configuration chosen now** (now: " + ", ".join(f"`{k}={v}`" for k, v in changed.items())
                      + f"), so these rows measure the earlier one (rerun: `hebbnets reproduce vn_claims --stage run "
