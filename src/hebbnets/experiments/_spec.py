@@ -190,6 +190,9 @@ class Bench:
             differs from its model, e.g. a stacked architecture beside the single layer) tunes
             that variant on its own: its choice is kept under the label in the configs file and
             it starts from it (``tuned_config_key``).
+        kept: ``{model name: validation points}`` for models this bench does not re-tune: their
+            configs file entries were chosen in earlier rounds and hold that many points. They
+            count in the equal-effort check beside ``tuning`` and ``stage tune`` leaves them alone.
         scales: ``{"smoke" | "quick" | "paper": Scale}`` overrides (defaults: ``DEFAULT_SCALES``).
         configs: the task configs file these models start from and ``tune`` writes (default
             ``TASK`` or ``TASK-MODE`` when ``params`` has a ``mode``).
@@ -204,6 +207,7 @@ class Bench:
     protocol: str = "fit"
     options: Mapping[str, Any] = field(default_factory=dict)
     tuning: Mapping[str, Grid | Moves] = field(default_factory=dict)
+    kept: Mapping[str, int] = field(default_factory=dict)
     data_seed: int | None = None
     scales: Mapping[str, Scale] = field(default_factory=dict)
     configs: str | None = None
@@ -230,11 +234,17 @@ class Bench:
                 raise ValueError(f"tuning: {model!r} needs a Grid or Moves, got {type(search).__name__}")
             if model not in {v.model for v in variants} | {v.label for v in variants}:
                 raise ValueError(f"tuning: model {model!r} is not among the models (or labels) of bench {self.name!r}")
-        counts = {m: s.n_points for m, s in dict(self.tuning).items()}
+        for model, n in dict(self.kept).items():
+            if model not in {v.model for v in variants} | {v.label for v in variants} or model in self.tuning:
+                raise ValueError(f"kept: {model!r} must be a model of bench {self.name!r} without a tuning search")
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"kept: {model!r} needs a positive number of validation points, got {n!r}")
+        counts = {**{m: s.n_points for m, s in dict(self.tuning).items()}, **dict(self.kept)}
         if len(set(counts.values())) > 1:
             raise ValueError(f"tuning: bench {self.name!r} gives models unequal numbers of validation points "
                              f"{counts}; equal tuning effort needs the same count for every model")
         object.__setattr__(self, "tuning", _frozen(self.tuning))
+        object.__setattr__(self, "kept", _frozen(self.kept))
         unknown = sorted(set(self.scales) - set(SCALES))
         if unknown:
             raise ValueError(f"scales: unknown scale(s) {unknown}; expected names from {list(SCALES)}")
