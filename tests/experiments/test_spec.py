@@ -27,6 +27,11 @@ def test_bench_models_are_names_or_variants_and_scales_resolve():
     (dict(tuning={"cnn": Grid({"lr": [1]})}), "not among the models"),
     (dict(tuning={"vn": {"lam": [1]}}), "Grid or Moves"),
     (dict(tuning={"vn": Grid({"lam": [1, 2]}), "mlp": Grid({"lr": [1, 2, 3]})}), "unequal numbers"),
+    # a model kept from earlier rounds counts its points in the equal-effort check
+    (dict(tuning={"vn": Grid({"lam": [1, 2]})}, kept={"mlp": 3}), "unequal numbers"),
+    (dict(kept={"cnn": 3}), "kept: 'cnn' must be a model"),
+    (dict(tuning={"mlp": Grid({"lr": [1, 2]})}, kept={"mlp": 2}), "without a tuning search"),
+    (dict(kept={"mlp": 0}), "positive number"),
     (dict(scales={"huge": Scale()}), "scales"),
     (dict(data_seed=-1), "data_seed"),
 ])
@@ -66,3 +71,8 @@ def test_spec_checks_names_and_sections():
     with pytest.raises(ValueError, match="unknown spec"):
         get_spec("nope")
     assert isinstance(Variant("a", "vn").config, type(b.params))
+
+
+def test_kept_models_count_beside_the_searches():
+    b = Bench("b", "toy_atoms", models=("vn", "mlp"), tuning={"vn": Grid({"lam": [1, 2, 3]})}, kept={"mlp": 3})
+    assert dict(b.kept) == {"mlp": 3} and set(b.tuning) == {"vn"}

@@ -104,3 +104,37 @@ def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):
     assert line.startswith("- **Void moves.** In `mnist_reconstruct/vn_matrix` the test-time-`lam` move")
     points["models"]["vn_matrix"]["points"][1]["config"]["test_lam"] = 0.01
     assert vb._void_moves(ctx) == []
+
+
+def test_kept_baselines_hold_the_points_the_spec_declares():
+    # the equal-effort check counts a kept model's declared points: they must be the configs file's
+    from hebbnets.tasks import _configs
+    for b in vb.SPEC.benches:
+        for model, n in b.kept.items():
+            assert len(_configs.load(b.configs)["models"][model]["points"]) == n, (b.name, model)
+
+
+def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
+    ctx = _ctx(TABLE)
+
+    def entry(n, epochs, patience):
+        return {"config": {"epochs": epochs, "patience": patience}, "points": [{}] * n}
+    files = {"mnist_comp-reconstruct": {"models": {"vn": entry(6, 40, 5), "vn_matrix": entry(6, 40, 5),
+                                                   **{m: entry(6, 40, 5) for m in ("ae", "conv_ae", "vae", "mlp")}}},
+             "functions1d-masked": {"models": {"vn": entry(8, 30, 5),
+                                               **{m: entry(8, 200, 20) for m in ("transformer", "mamba", "mlp")}}}}
+    monkeypatch.setattr(ctx, "configs", lambda name, follow=True: files.get(name, {"same_as": "functions1d-masked"}))
+    rows = {line.split(" | ")[0].strip("| "): line for line in vb.budget_table(ctx)[2:]}
+    assert rows["mnist_reconstruct"].endswith("| yes |")
+    assert "`vn`: 8 points, 30 epochs, patience 5" in rows["functions1d_masked"]
+    assert rows["functions1d_masked"].endswith("| **no** (cut against VN) |")  # same points, shorter cap
+    assert "no search of its own" in rows["functions1d_reconstruct"]
+
+
+def test_fits_of_rows_the_spec_no_longer_runs_are_named_not_shown():
+    entries = _ctx(TABLE).entries + [_fit("vn-e999", 0, {"id": 1.0})]
+    ctx = ReportContext(vb.SPEC, "quick", entries, out=".")
+    assert vb._retired_rows(ctx) == ["- **Retired rows.** Fits in the records of rows this spec no longer runs (not "
+                                     "shown, not used by any line): `mnist_reconstruct/vn-e999` (1 fit)."]
+    assert "vn-e999" not in ctx.labels(BENCH)
+    assert vb._retired_rows(_ctx(TABLE)) == []

@@ -84,11 +84,12 @@ FUNCTIONS_RECONSTRUCT = Bench(
     models=("vn", "transformer", "mamba", "mlp"), scales={"smoke": _F_SMOKE},
     title="functions1d, mode=reconstruct")
 # a diagnostic beyond the parameter budget (VN at 150 atoms has the baselines' parameter count; 300
-# is the 2x rule's limit): nothing is chosen with it
+# is the 2x rule's limit): nothing is chosen with it. Every row runs at the earlier configuration
+# (F_VN_EARLIER), 150 atoms included, so the rows differ in the atom count alone
 F_SWEEP_ATOMS = (300, 600, 1200)
 FUNCTIONS_ATOMS = Bench(
     "functions1d_atoms_sweep", "functions1d", params={"mode": "masked"}, seeds=SEEDS,
-    models=tuple(variant(f"vn-{k}-atoms", "vn", **{**F_VN_EARLIER, "atoms": (k,)}) for k in F_SWEEP_ATOMS),
+    models=tuple(variant(f"vn-{k}-atoms", "vn", **{**F_VN_EARLIER, "atoms": (k,)}) for k in (150, *F_SWEEP_ATOMS)),
     scales={"smoke": _F_SMOKE}, title="Diagnostic: VN atom count beyond the parameter budget (functions1d masked)")
 # the first version of the split (kept to show why it was replaced): trained sin+cos, OOD sin+gauss, cos+poly
 FUNCTIONS_ROUND1 = Bench(
@@ -214,8 +215,6 @@ REFERENCES = ("gap_interp", "zeros")
 READINGS = {
     "vn": "vector reading (message `U g`, or `S g` with output=reconstruction)",
     "vn-inpaint": "vector reading, input dictionary `S g` alone (plain inpainting)",
-    "vn-e200": "vector reading, the baselines' stopping rule (200 epochs, patience 20)",
-    "vn-inpaint-e200": "plain inpainting, the baselines' stopping rule (200 epochs, patience 20)",
     "vn-e400": "vector reading, the baselines' stopping rule (400 epochs, patience 25)",
     "vn_matrix": "matrix reading (`U G S^T`, shared factors)",
     "vn_matrix-e400": "matrix reading, the baselines' stopping rule (400 epochs, patience 25)",
@@ -410,34 +409,58 @@ def _stopping(cfg: dict[str, Any]) -> str:
     return f"{cfg['epochs']} epochs, patience {cfg['patience']}"
 
 
+def _budget(ctx: ReportContext, bench: Bench, model: str) -> tuple[int, str]:
+    """(validation points, stopping rule) of ``model``'s entry in ``bench``'s configs file."""
+    entry = ctx.configs(bench.configs).get("models", {}).get(model, {})
+    cfg = entry.get("config", {})
+    return len(entry.get("points", [])), (_stopping(cfg) if {"epochs", "patience"} <= set(cfg) else "?")
+
+
+def budget_table(ctx: ReportContext) -> list[str]:
+    """Per bench: each VN variant's and each baseline's validation points and stopping rule, read
+    from the configs files (what was run, not what the spec plans), and whether they are equal."""
+    lines = ["| bench | VN variants (points, stopping rule) | baselines (points, stopping rule) | equal budgets |",
+             "|---|---|---|---|"]
+    for b in RESULT_BENCHES:
+        tuned = [*b.tuning, *b.kept]
+        if not tuned:
+            lines.append(f"| {b.name} | the `{ctx.configs(b.configs, follow=False).get('same_as', '?')}` choices | "
+                         "the same | (no search of its own) |")
+            continue
+        vn = {m: _budget(ctx, b, m) for m in tuned if m in READINGS}
+        base = {m: _budget(ctx, b, m) for m in tuned if m not in READINGS}
+        equal = (len({n for n, _ in (*vn.values(), *base.values())}) == 1
+                 and len({r for _, r in (*vn.values(), *base.values())}) == 1)
+        def show(budgets: dict[str, tuple[int, str]]) -> str:
+            groups: dict[tuple[int, str], list[str]] = {}
+            for m, nr in budgets.items():
+                groups.setdefault(nr, []).append(f"`{m}`")
+            return "; ".join(f"{', '.join(ms)}: {n} points, {r}" for (n, r), ms in groups.items())
+
+        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {'yes' if equal else '**no** (cut against VN)'} |")
+    return lines
+
+
 def round_cuts(ctx: ReportContext) -> list[str]:
-    """What this round cut for compute time (from the spec's constants) and which benches and
-    rows have no records (from the store)."""
-    lines = ["## This round: what was cut and what was not run", "",
-             "This round ran as single-thread processes on a shared 2-core machine over several sessions of a few hours "
-             "each, so it cut "
-             "(a search cut equally for every model of a bench that was re-tuned):", "",
-             f"- **VN stopping rule.** The VN variants train for at most {_stopping(_IMG_VN)} on spatial2d and "
-             f"{_stopping(_SEQ_VN)} on functions1d; the baselines for at most {_stopping(_IMG)} and {_stopping(_SEQ)}. "
-             "A VN epoch costs seconds where a baseline's costs a fraction of one; the cut is against VN (a VN "
-             "variant stopped by its cap may still have been improving; each fit records its best epoch). mnist_comp "
-             f"reconstruct has no cut: every model, VN variants included, trains under {_stopping(_MN)} and is chosen "
-             f"from {MNIST_RECONSTRUCT.tuning['vn'].n_points} validation points (the VN searches: atoms, `lam`, `beta` "
-             "with the Hebbian rates, the test-time `lam` and the FISTA budget; each autoencoder a latent width x "
-             "learning-rate grid; `vn_matrix` has no `beta` move: with input = target and no mask, clamping the target "
-             "only rescales `lam`).", *_void_moves(ctx),
-             f"- **Searches.** Each VN variant: {SPATIAL_DECODE.tuning['vn'].n_points} validation points on spatial2d "
-             "(cut from 7: its base, more atoms, a lower `lam`) and "
-             f"{FUNCTIONS_MASKED.tuning['vn'].n_points} on functions1d (atoms fixed at 150: a first run of that search "
-             "chose 300 atoms, which break the 2x parameter rule against Mamba, and was replaced; no FISTA-budget "
-             "move). The baselines were not "
-             "re-tuned: they keep the configurations of their earlier rounds, with more points each (counts under "
-             "\"Tuning effort\" below), so the searches are unequal in the baselines' favour.",
+    """What this round cut for compute time (from the configs files and the spec) and which
+    benches and rows have no records (from the store)."""
+    lines = ["## This round: budgets, what was cut and what was not run", "",
+             "Validation points and stopping rule of every searched model, from the configs files (the VN searches "
+             "move the atom count, `lam`, `beta`, the Hebbian rates, the test-time `lam` and the FISTA budget where "
+             "the bench's budget is equal; the baselines' points are their earlier rounds' grids):", "",
+             *budget_table(ctx), "",
+             "Where a bench's budgets are unequal, this round ran as single-thread processes on a shared 2-core machine "
+             "over sessions of a few hours each and cut the VN side (a VN epoch costs seconds where a baseline's costs "
+             "a fraction of one): a VN variant stopped by its cap may still have been improving (each fit records its "
+             "best epoch). On spatial2d reconstruct the VN searches have 3 points each (the base, more atoms, a lower "
+             "`lam`); `vn-e400` / `vn_matrix-e400` / `vn_matrix-private-e400` rerun the chosen configuration under the "
+             "baselines' stopping rule (what the cap cost; the configuration was still chosen under the cap). On "
+             "functions1d the atom move goes down only (100 atoms): 300 atoms break the 2x parameter rule against "
+             "Mamba (the atom sweep below is the diagnostic beyond it). On mnist_comp reconstruct `vn_matrix` has no "
+             "`beta` move: with input = target and no mask, clamping the target only rescales `lam`.",
+             "", *_void_moves(ctx),
              "- **Not re-tuned rows.** `vn-inpaint` runs at `vn`'s chosen configuration (only the reading differs); "
-             "`vn_matrix-private` at `vn_matrix`'s with its own top-k; `vn-e200` / `vn-inpaint-e200` (functions1d) and "
-             "`vn-e400` / `vn_matrix-e400` / `vn_matrix-private-e400` (spatial2d) at the chosen configuration under "
-             "the baselines' stopping rule instead of the VN cut (what the cut cost; the configuration was still "
-             "chosen under the cut).", *_cap_bound(ctx), ""]
+             "`vn_matrix-private` at `vn_matrix`'s with its own top-k.", *_cap_bound(ctx), *_retired_rows(ctx), ""]
     missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
     for bench in ctx.spec.benches:
@@ -456,6 +479,22 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     if missing:
         lines += ["Not run (compute time), so every statement below leaves these out:", "", *missing, ""]
     return lines
+
+
+def _retired_rows(ctx: ReportContext) -> list[str]:
+    """One line naming the rows whose fits are in the records but that the spec no longer plans
+    (e.g. ``*-e200`` once the chosen row itself trains under the baselines' stopping rule)."""
+    planned = {(b.name, v.label) for b in ctx.spec.benches for v in b.variants}
+    retired: dict[str, int] = {}
+    for e in ctx.entries:
+        for s in e.get("slots", []):
+            if (s.get("spec") == ctx.spec.name and s.get("scale") == ctx.scale and s.get("stage") != "tune"
+                    and (s["bench"], s["label"]) not in planned):
+                retired[f"`{s['bench']}/{s['label']}`"] = retired.get(f"`{s['bench']}/{s['label']}`", 0) + 1
+    if not retired:
+        return []
+    return ["- **Retired rows.** Fits in the records of rows this spec no longer runs (not shown, not used by any "
+            "line): " + ", ".join(f"{k} ({n} fit{'s' if n > 1 else ''})" for k, n in retired.items()) + "."]
 
 
 def _void_moves(ctx: ReportContext) -> list[str]:
@@ -709,15 +748,15 @@ def findings(ctx: ReportContext) -> list[str]:
                    "from the observed entries). Error / best baseline's: " + "; ".join(parts) + ". OOD/ID on "
                    "`ood_pairs`: " + ", ".join(f"{k} {fmt(v)}" for k, v in ratios.items()) + ".")
     sweep = "functions1d_atoms_sweep"
-    if ctx.labels(sweep) and "vn" in ctx.labels(b):
-        base = ctx.cell(b, "vn", "id", fm)
+    if ctx.labels(sweep):
         cells = [(lab, ctx.cell(sweep, lab, "id", fm), ctx.cell(sweep, lab, "ood_pairs", fm)) for lab in ctx.labels(sweep)]
-        vn_ood = ctx.cell(b, "vn", "ood_pairs", fm)
-        out.append(f"- **More atoms (diagnostic).** At 150 atoms (the baselines' parameter count) `vn` scores "
-                   f"{fmt(base.mean)} id / {fmt(vn_ood.mean)} ood_pairs; "
-                   + ", ".join(f"{lab}: {fmt(i.mean)} / {fmt(o.mean)}" for lab, i, o in cells if i and o)
-                   + ". The best baseline scores " + (f"{fmt(bb.mean)} ({bb.label}) id" if (bb := _best(
-                       ctx, b, "id", fm, _baselines(ctx, b))) else "—") + ".")
+        out.append("- **More atoms (diagnostic, at the earlier configuration: 30 epochs, patience 5).** id / ood_pairs "
+                   "error: " + ", ".join(f"`{lab}` {fmt(i.mean)} / {fmt(o.mean)}" for lab, i, o in cells if i and o)
+                   + " (150 atoms is the baselines' parameter count). The best baseline scores "
+                   + (f"{fmt(bb.mean)} ({bb.label}) id" if (bb := _best(ctx, b, "id", fm, _baselines(ctx, b))) else "—")
+                   + (f" and {fmt(bo.mean)} ({bo.label}) ood_pairs" if (bo := _best(ctx, b, "ood_pairs", fm,
+                                                                                    _baselines(ctx, b))) else "")
+                   + ".")
     for mode in ("decode", "reconstruct"):
         b = f"spatial2d_{mode}"
         if not {"vn", "zeros"} <= set(ctx.labels(b)):
@@ -860,10 +899,10 @@ SPEC = register_spec(Spec(
     benches=(*RESULT_BENCHES, FUNCTIONS_ATOMS, FUNCTIONS_ROUND1, SPATIAL_CAPACITY),
     intro=("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (data and models re-seeded), at "
            "the configuration chosen on validation data carved from the seed-0 training split (section "
-           "\"Configurations\"). This round re-tuned only the VN variants (the same number of points for each within a "
-           "bench); the baselines keep configurations chosen in earlier rounds with more points. Every model trains "
-           "until its validation error stops improving or its epoch cap is reached; this round cut the VN variants' "
-           "caps and searches for compute time (section \"This round: what was cut and what was not run\"). "
+           "\"Configurations\"). This round re-tuned only the VN variants; the baselines keep configurations chosen "
+           "in earlier rounds. Every model trains until its validation error stops improving or its epoch cap is "
+           "reached. Where the VN variants' searches and caps match the baselines' and where this round cut them "
+           "for compute time: section \"This round: budgets, what was cut and what was not run\". "
            "`gap_interp` and `zeros` are "
            "model-free references and the hand-factorised decoder `factorized` is exact by construction: none of them "
            "is ever counted as the best baseline. nbody and mnist_comp transform are in the `vn_dynamics` report. "
@@ -905,9 +944,11 @@ SPEC = register_spec(Spec(
 
 A dense model should degrade on unseen pairs clearly more than a model-free reference (linear interpolation across the masked gap, `gap_interp`), whose OOD/ID ratio measures only how much harder the OOD signals are intrinsically. Masked mode, seeds 0-2, test splits (a check of the benchmark; nothing is chosen with it)."""),
         Custom(split_check),
-        ResultsTable("functions1d_atoms_sweep", model=None, note="A diagnostic, not a benchmark row: `vn` at the "
-                     "functions1d masked configuration with more atoms than the parameter budget allows (150 atoms "
-                     "match the baselines' parameter count; 300 is the 2x limit). Nothing is chosen with it."),
+        ResultsTable("functions1d_atoms_sweep", model=None, note="A diagnostic, not a benchmark row: `vn` with more "
+                     "atoms than the parameter budget allows (150 atoms match the baselines' parameter count; 300 is "
+                     "the 2x limit), every row at the configuration an earlier, smaller search chose (3 points, 30 "
+                     "epochs, patience 5; `vn-150-atoms` is that search's `vn` row), so the rows differ in the atom "
+                     "count alone; the benchmark's `vn` row now runs at a later choice. Nothing is chosen with it."),
         ResultsTable("spatial2d_capacity", model=None, note="A diagnostic, not a benchmark row: the spatial2d "
                      "reconstruct `vn` configuration with 784 atoms (far outside the parameter budget); nothing chosen "
                      "with it."),
