@@ -481,6 +481,15 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     return lines
 
 
+def _seed_spread(cell: Cell) -> str:
+    """A sentence when one seed dominates a mean (sample std above the mean): the per-seed values."""
+    if cell.n < 2 or not cell.values or not cell.std > cell.mean:
+        return ""
+    per = ", ".join(f"seed {s} {fmt(v)}" for s, v in zip(cell.seeds, cell.values))
+    return (f" One seed dominates `{cell.label}`'s {cell.split} mean (std above the mean): {per}; the ratios above are "
+            "of the mean.")
+
+
 def _retired_rows(ctx: ReportContext) -> list[str]:
     """One line naming the rows whose fits are in the records but that the spec no longer plans
     (e.g. ``*-e200`` once the chosen row itself trains under the baselines' stopping rule)."""
@@ -777,6 +786,7 @@ def findings(ctx: ReportContext) -> list[str]:
                          "have the product form the images have, the inductive bias of the hand-factorised decoder; "
                          "unlike it, nothing multiplies a row code by a column code by hand: the code is a free sparse "
                          "matrix over all pairs found by FISTA, and the factors are learned by Atomic-Hebb.")
+                line += _seed_spread(p_id)
         else:
             cap = ctx.cell("spatial2d_capacity", "vn-784-atoms", "id", "mse")
             cap_ood = ctx.cell("spatial2d_capacity", "vn-784-atoms", "ood", "mse")
