@@ -885,7 +885,8 @@ def _search_findings(ctx: ReportContext) -> list[str]:
         out.append("- **Tuning effort** (validation points per model, from the configs files; every search of this round "
                    "gives each model of a bench the same count): " + " | ".join(effort) + ". On functions1d the "
                    "baselines keep their earlier points (a learning-rate round at a 20-epoch cap, then the 3-point "
-                   "grid without it); VN's earlier points (15 epochs, no early stopping) were replaced by this round's 3.")
+                   "grid without it); VN's earlier points (15 epochs, no early stopping; then a 3-point search under a "
+                   "30-epoch cap) were replaced by this round's " + str(FUNCTIONS_MASKED.tuning["vn"].n_points) + ".")
     if total:
         out.append(f"- **Weight decay.** In the earlier functions1d baseline grids, weight decay 1e-4 (Adam L2) was worse "
                    f"than the same learning rate without it in {hurt} of {total} pairs.")
