@@ -91,3 +91,19 @@ def test_amortised_rows_at_an_earlier_configuration_are_flagged():
     line = next(x for x in listing({**chosen, "lam": 123.0}).splitlines() if x.startswith("- `functions1d_masked`"))
     assert f"**Not the configuration chosen now** (now: `lam={chosen['lam']}`)" in line
     assert "--benches amortised_functions1d_masked" in line
+
+
+def test_an_amortised_row_inferring_at_the_training_lam_says_so():
+    from hebbnets.experiments import ReportContext
+    from hebbnets.experiments.specs import vn_claims as vc
+    bench = vc.AMORTISED[0].name
+    entries = [{"key": f"k{seed}", "kind": "fit", "model": "vn", "seed": seed, "commit": "abc1234",
+                "config": {"atoms": [8], "lam": 0.05, "test_lam": 0.01}, "rows": [], "stats": {},
+                "slots": [{"spec": "vn_claims", "bench": bench, "label": "vn", "scale": "quick", "seed": seed}]}
+               for seed in (0, 1, 2)]
+    ctx = ReportContext(vc.SPEC, "quick", entries, out=".")
+    text = "\n".join(vc._amortised_configs(ctx))
+    assert "infer at the training `lam=0.05` here, not at the test-time `lam=0.01`" in text
+    for e in entries:
+        e["config"]["test_lam"] = 0.05
+    assert "infer at the training" not in "\n".join(vc._amortised_configs(ReportContext(vc.SPEC, "quick", entries, out=".")))

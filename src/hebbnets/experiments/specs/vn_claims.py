@@ -527,6 +527,12 @@ def _amortised_configs(ctx: ReportContext) -> list[str]:
         commits = sorted({str(e.get("commit"))[:7] for e in fits})
         line = (f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
                 f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
+        # the amortised measurement infers at the training lam (the encoder learns that LASSO), while the
+        # vn_benchmarks rows predict at test_lam: where they differ, the FISTA column is not that row's error
+        if cfg.get("test_lam") is not None and cfg.get("test_lam") != cfg.get("lam"):
+            line += (f" FISTA and the encoder both infer at the training `lam={cfg.get('lam')}` here, not at the "
+                     f"test-time `lam={cfg['test_lam']}` the `vn_benchmarks` row predicts with, so the FISTA error "
+                     "column differs from that row's test error.")
         # a later search may have chosen another configuration: these rows then measure the earlier one
         changed = {k: v for k, v in ctx.chosen_config(b.name, "vn").items() if cfg.get(k) != v}
         if changed:
