@@ -15,8 +15,10 @@ that fits its data:
 Every model runs at the configuration chosen on validation data carved from the task's training
 split (the task's configs file; ``--stage tune`` reruns the searches below and writes it), with
 the same number of validation points per model within a bench, and trains until its validation
-error stops improving (the bench's epoch cap and patience, the same for every model). Test error
-on held-out ID and OOD splits, 3 seeds (data and models re-seeded). Background: ``docs/vn.md``.
+error stops improving (the bench's epoch cap and patience, the same for every model). Where a
+round cut the VN side for compute time, the report's budget table (read from the configs files)
+says so. Test error on held-out ID and OOD splits, 3 seeds (data and models re-seeded).
+Background: ``docs/vn.md``.
 
 To add a model to a benchmark: one line in the bench's ``models`` (and, for an honest
 comparison, a tuning search with as many points as the others).
@@ -61,7 +63,7 @@ F_VN = Moves(
     moves=({"lam": 0.005}, {"lam": 0.02}, {"beta": 0.5}, _rates(1.0), {"test_lam": 0.003}, _budget(),
            {"atoms": (100,)}))
 #: the configuration an earlier, smaller search chose (3 points, 30 epochs, patience 5): the
-#: atom-count sweep below stays at it (its 9 fits, about 20 min, were not rerun at the new choice)
+#: atom-count sweep below stays at it (its 9 fits, about 25 min on one core, were not rerun at the new choice)
 F_VN_EARLIER = dict(atoms=(150,), output="message", lam=0.01, norm_policy="clip_s", epochs=30, patience=5,
                     batch_size=64, test_lam=0.005, beta=1.0, rho_s=0.5, rho_u=0.5, max_iter=200, tol=1e-4)
 FUNCTIONS_MASKED = Bench(
