@@ -229,13 +229,14 @@ class Bench:
         object.__setattr__(self, "seeds", check_seeds(self.seeds))
         object.__setattr__(self, "params", _frozen(self.params))
         object.__setattr__(self, "options", _frozen(self.options))
+        names = {v.model for v in variants} | {v.label for v in variants}
         for model, search in dict(self.tuning).items():
             if not isinstance(search, (Grid, Moves)):
                 raise ValueError(f"tuning: {model!r} needs a Grid or Moves, got {type(search).__name__}")
-            if model not in {v.model for v in variants} | {v.label for v in variants}:
+            if model not in names:
                 raise ValueError(f"tuning: model {model!r} is not among the models (or labels) of bench {self.name!r}")
         for model, n in dict(self.kept).items():
-            if model not in {v.model for v in variants} | {v.label for v in variants} or model in self.tuning:
+            if model not in names or model in self.tuning:
                 raise ValueError(f"kept: {model!r} must be a model of bench {self.name!r} without a tuning search")
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ValueError(f"kept: {model!r} needs a positive number of validation points, got {n!r}")
