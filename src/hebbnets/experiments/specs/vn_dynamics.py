@@ -49,27 +49,31 @@ NBODY = Bench(
         "transformer",
         "mlp",
     ),
-    # 4 validation points per tuned model. The baselines: a 2 x 2 grid of size x learning rate. The
-    # VN family: a successive search (base, then 3 moves from the best so far), each move changing
-    # one pair of its knobs. window_linear (least squares; its ridge only conditions the solve)
-    # and the no-change reference have nothing to tune.
+    # 6 validation points per tuned model. The baselines: a 2 x 3 grid of size x learning rate. The
+    # VN family: a successive search (base, then 5 moves from the best so far), each move changing
+    # one knob or one pair of its knobs. window_linear (least squares; its ridge only conditions the
+    # solve) and the no-change reference have nothing to tune.
     tuning={
-        "system_ridge": Grid({"alpha": [1e-3, 1e-2, 1e-1, 1.0]}),
+        "system_ridge": Grid({"alpha": [1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0]}),
         "vn": Moves((
             {"lam": 0.01},  # l1 weight (used in training and at prediction)
             {"rho_s": 0.2, "rho_u": 0.2},  # Hebbian rates
             {"atoms": (1024,), "max_iter": 50},  # atoms and FISTA budget (more atoms, fewer iterations)
+            {"beta": 0.5},  # precision of the clamped target during training
+            {"test_lam": 0.005},  # l1 weight at prediction (never a training lam of the search)
         ), base=dict(atoms=(512,), lam=0.003, rho_s=0.5, rho_u=0.5, max_iter=100, **_STOP)),
         "vn_applied_set": Moves((
             {"lam": 0.03, "test_lam": 0.02},  # l1 weight in training and at prediction
             {"atoms": 128, "max_iter": 200},  # atoms and FISTA budget
             {"rho_s": 0.2, "rho_u": 0.2, "lr": 1e-3},  # Hebbian rates and the encoder's learning rate
+            {"beta": 0.5},  # precision of the clamped rows (the energy against lam)
+            {"test_lam": 0.05},  # l1 weight at prediction alone
         ), base=dict(atoms=64, lam=0.1, rho_s=0.05, rho_u=0.05, lr=3e-3, max_iter=100, **_STOP)),
-        "set_mlp": Grid({"hidden": [64, 128], "lr": [1e-3, 3e-3]}, base=_STOP),
-        "gnn": Grid({"hidden": [64, 128], "lr": [1e-3, 3e-3]}, base=_STOP),
-        "transformer": Grid({"d_model": [32, 64], "lr": [3e-4, 1e-3]},
+        "set_mlp": Grid({"hidden": [64, 128], "lr": [1e-3, 3e-3, 1e-2]}, base=_STOP),
+        "gnn": Grid({"hidden": [64, 128], "lr": [1e-3, 3e-3, 1e-2]}, base=_STOP),
+        "transformer": Grid({"d_model": [32, 64], "lr": [3e-4, 1e-3, 3e-3]},
                             base=dict(d_ff=128, positions="none", missing="padding", **_STOP)),
-        "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3]}, base=_STOP),
+        "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3, 3e-3]}, base=_STOP),
     },
     scales={"smoke": _NB_SMOKE, "quick": _NB_QUICK}, title="nbody: next change of every body under unknown force laws")
 
@@ -398,9 +402,9 @@ def _points(bench: Bench) -> int:
 
 CUTS = f"""## What this run cut (compute)
 
-Both benches, 3 seeds each, ran as single-thread processes on a shared 2-core machine. The design: 4 validation points per tuned model on nbody, epoch caps of 200 on nbody (patience 10) and 40 on mnist transform (patience 5), and the tasks' quick-scale set sizes (4,000 nbody training systems, 3,000 mnist samples). This run cut, **equally for every model of a bench**:
+Both benches, 3 seeds each, ran as single-thread processes on a shared 2-core machine. The design: 6 validation points per tuned model on both benches, epoch caps of 200 on nbody (patience 10) and 40 on mnist transform (patience 5), and the tasks' quick-scale set sizes (4,000 nbody training systems, 3,000 mnist samples). This run cut, **equally for every model of a bench**:
 
-- **nbody**: {_points(NBODY)} validation points per tuned model (the VN readings move the l1 weight, the Hebbian rates, the atom count with the FISTA budget; `vn_applied_set` also the test-time l1 weight and its encoder's learning rate; the baselines a 2 x 2 grid of size and learning rate); `beta` and `vn`'s test-time l1 weight are not searched; at most {_STOP["epochs"]} epochs, stopping after {_STOP["patience"]} without a lower validation error; {_NB_SIZES["n_train"]:,} training systems, {_NB_SIZES["n_test"]:,} per test split.
+- **nbody**: {_points(NBODY)} validation points per tuned model (no cut: the VN readings move the l1 weight, the Hebbian rates, the atom count with the FISTA budget, `beta` and the test-time l1 weight; `vn_applied_set` also its encoder's learning rate; the baselines a 2 x 3 grid of size and learning rate, `system_ridge` 6 ridge strengths); at most {_STOP["epochs"]} epochs, stopping after {_STOP["patience"]} without a lower validation error; {_NB_SIZES["n_train"]:,} training systems, {_NB_SIZES["n_test"]:,} per test split.
 - **mnist transform**: {_points(MNIST_TRANSFORM)} validation points per tuned model{MN_SEARCH}; at most {_MN["epochs"]} epochs, stopping after {_MN["patience"]} without a lower validation error (no cut); {_MN_SIZES["n_train"]:,} training samples, {_MN_SIZES["n_test"]:,} per test split.
 
 The section "Equal budgets" counts the fits the epoch cap ended before the patience rule did (those models might have improved with more epochs)."""
