@@ -103,7 +103,14 @@ def test_an_amortised_row_inferring_at_the_training_lam_says_so():
                for seed in (0, 1, 2)]
     ctx = ReportContext(vc.SPEC, "quick", entries, out=".")
     text = "\n".join(vc._amortised_configs(ctx))
-    assert "infer at the training `lam=0.05` here, not at the test-time `lam=0.01`" in text
+    assert "infer at the training `lam=0.05` here, not at the test-time `lam=0.01` the `vn_benchmarks` row" in text
     for e in entries:
         e["config"]["test_lam"] = 0.05
     assert "infer at the training" not in "\n".join(vc._amortised_configs(ReportContext(vc.SPEC, "quick", entries, out=".")))
+
+
+def test_an_amortised_row_names_the_spec_whose_row_it_measures():
+    from hebbnets.experiments.specs import vn_claims as vc
+    names = {b.name: vc._source_spec(b) for b in vc.AMORTISED}
+    assert names["amortised_nbody"] == names["amortised_mnist_transform"] == "vn_dynamics"
+    assert names["amortised_spatial2d_decode"] == names["amortised_functions1d_masked"] == "vn_benchmarks"

@@ -511,6 +511,11 @@ def amortised_table(ctx: ReportContext) -> list[str]:
     return lines + [""] + _amortised_configs(ctx)
 
 
+def _source_spec(bench: Bench) -> str:
+    """The spec whose bench an amortised bench measures (``vn_dynamics`` or ``vn_benchmarks``)."""
+    return "vn_dynamics" if bench.name.removeprefix("amortised_") in {b.name for b in VD.BENCHES} else "vn_benchmarks"
+
+
 def _amortised_configs(ctx: ReportContext) -> list[str]:
     """The VN configuration each amortised bench ran (from its records) and the code commit whose
     task configs file chose it (the ``vn_benchmarks`` choice at that commit)."""
@@ -528,10 +533,10 @@ def _amortised_configs(ctx: ReportContext) -> list[str]:
         line = (f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
                 f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
         # the amortised measurement infers at the training lam (the encoder learns that LASSO), while the
-        # vn_benchmarks rows predict at test_lam: where they differ, the FISTA column is not that row's error
+        # benchmark rows predict at test_lam: where they differ, the FISTA column is not that row's error
         if cfg.get("test_lam") is not None and cfg.get("test_lam") != cfg.get("lam"):
             line += (f" FISTA and the encoder both infer at the training `lam={cfg.get('lam')}` here, not at the "
-                     f"test-time `lam={cfg['test_lam']}` the `vn_benchmarks` row predicts with, so the FISTA error "
+                     f"test-time `lam={cfg['test_lam']}` the `{_source_spec(b)}` row predicts with, so the FISTA error "
                      "column differs from that row's test error.")
         # a later search may have chosen another configuration: these rows then measure the earlier one
         changed = {k: v for k, v in ctx.chosen_config(b.name, "vn").items() if cfg.get(k) != v}
