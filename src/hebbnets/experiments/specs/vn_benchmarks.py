@@ -111,7 +111,7 @@ _IMG = dict(epochs=400, patience=25, batch_size=32)
 #: ``lam`` (never a training ``lam`` of the search) and the FISTA budget.
 #: the no-shared-factor control's top-k: the shared model's measured active count per sample on the
 #: id test split (mean over seeds, rounded; the report prints both measured counts)
-S_CONTROL_TOPK = 16
+S_CONTROL_TOPK = 3
 
 
 #: the spatial2d baselines (``factorized`` is listed but never counted as the best baseline)
