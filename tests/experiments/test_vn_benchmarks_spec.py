@@ -118,7 +118,7 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     ctx = _ctx(TABLE)
 
     def entry(n, epochs, patience):
-        return {"config": {"epochs": epochs, "patience": patience}, "points": [{}] * n}
+        return {"config": {"epochs": epochs, "patience": patience}, "points": [{"config": {}}] * n}
     files = {"mnist_comp-reconstruct": {"models": {"vn": entry(6, 40, 5), "vn_matrix": entry(6, 40, 5),
                                                    **{m: entry(6, 40, 5) for m in ("ae", "conv_ae", "vae", "mlp")}}},
              "functions1d-masked": {"models": {"vn": entry(8, 30, 5),
@@ -129,6 +129,12 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     assert "`vn`: 8 points, 30 epochs, patience 5" in rows["functions1d_masked"]
     assert rows["functions1d_masked"].endswith("| **no** (cut against VN) |")  # same points, shorter cap
     assert "no search of its own" in rows["functions1d_reconstruct"]
+    # the compute-cut explanation appears only while some bench is cut
+    unequal = "Where a bench's budgets are unequal"
+    assert unequal in "\n".join(vb.round_cuts(ctx))
+    files["functions1d-masked"]["models"]["vn"] = entry(8, 200, 20)
+    assert all(line.endswith("| yes |") or "no search" in line for line in vb.budget_table(ctx)[2:])
+    assert unequal not in "\n".join(vb.round_cuts(ctx))
 
 
 def test_fits_of_rows_the_spec_no_longer_runs_are_named_not_shown():

@@ -411,6 +411,9 @@ def _points_and_stopping(ctx: ReportContext, bench: Bench, model: str) -> tuple[
     return len(entry.get("points", [])), (_stopping(cfg) if {"epochs", "patience"} <= set(cfg) else "?")
 
 
+_CUT_MARK = "**no** (cut against VN)"
+
+
 def budget_table(ctx: ReportContext) -> list[str]:
     """Per bench: each VN variant's and each baseline's validation points and stopping rule, read
     from the configs files (what was run, not what the spec plans), and whether they are equal."""
@@ -432,22 +435,25 @@ def budget_table(ctx: ReportContext) -> list[str]:
                 groups.setdefault(nr, []).append(f"`{m}`")
             return "; ".join(f"{', '.join(ms)}: {n} points, {r}" for (n, r), ms in groups.items())
 
-        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {'yes' if equal else '**no** (cut against VN)'} |")
+        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {'yes' if equal else _CUT_MARK} |")
     return lines
 
 
 def round_cuts(ctx: ReportContext) -> list[str]:
     """What this round cut for compute time (from the configs files and the spec) and which
     benches and rows have no records (from the store)."""
+    table = budget_table(ctx)
+    # the compute-cut explanation only where the table shows a cut
+    cut = ("Where a bench's budgets are unequal, this round ran as single-thread processes on a shared 2-core machine "
+           "over sessions of a few hours each and cut the VN side (a VN epoch costs seconds where a baseline's costs "
+           "a fraction of one): a VN variant stopped by its cap may still have been improving (each fit records its "
+           "best epoch). ") if any(line.endswith(_CUT_MARK + " |") for line in table) else ""
     lines = ["## This round: budgets, what was cut and what was not run", "",
              "Validation points and stopping rule of every searched model, from the configs files (the VN searches "
              "move the atom count, `lam`, `beta`, the Hebbian rates, the test-time `lam` and the FISTA budget where "
              "the bench's budget is equal; the baselines' points are their earlier rounds' grids):", "",
-             *budget_table(ctx), "",
-             "Where a bench's budgets are unequal, this round ran as single-thread processes on a shared 2-core machine "
-             "over sessions of a few hours each and cut the VN side (a VN epoch costs seconds where a baseline's costs "
-             "a fraction of one): a VN variant stopped by its cap may still have been improving (each fit records its "
-             "best epoch). On functions1d the atom move goes down only (100 atoms): 300 atoms break the 2x parameter rule against "
+             *table, "",
+             cut + "On functions1d the atom move goes down only (100 atoms): 300 atoms break the 2x parameter rule against "
              "Mamba (the atom sweep below is the diagnostic beyond it); so does `vn`'s on spatial2d reconstruct (64 "
              "atoms: its 128 have 1.9x the CNN's parameters; the capacity diagnostic is the question beyond). On "
              "mnist_comp reconstruct `vn_matrix` has no `beta` move: with input = target and no mask, `beta` only "
