@@ -191,11 +191,11 @@ MNIST_RECONSTRUCT = Bench(
     options={"statistics": ["atoms"]},
     tuning={
         "vn": Moves(base=dict(atoms=(512,), output="reconstruction", lam=0.05, nonneg=True, **_MN),
-                    moves=({"atoms": (1024,)}, {"lam": 0.02}, {"beta": 0.3, **_rates(1.0)}, {"test_lam": 0.02},
+                    moves=({"atoms": (1024,)}, {"lam": 0.02}, {"beta": 0.3, **_rates(1.0)}, {"test_lam": 0.01},
                            _budget())),
         "vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.05, nonneg=True, **_MN),
                            moves=({"atoms_u": 40, "atoms_s": 40}, {"lam": 0.02}, {"rho_u": 1.0, "rho_s": 1.0},
-                                  {"test_lam": 0.02}, _budget())),
+                                  {"test_lam": 0.01}, _budget())),
         "ae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "conv_ae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "vae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
