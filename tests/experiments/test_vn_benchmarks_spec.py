@@ -48,6 +48,23 @@ def test_the_control_decides_a_reconstruct_pattern():
     assert verdict is False and "capacity, not shared factors" in evidence
 
 
+def test_a_pinned_reference_row_is_what_the_control_is_compared_with():
+    # the reading's choice moved on (lower errors) after its control ran: the control's ratio is taken
+    # against the reading pinned at the control's configuration, never a baseline or a reading itself
+    moved = {**TABLE, "vn_matrix": {"id": 1e-4, "ood_add": 1e-4, "ood_max": 1e-4}, "vn_matrix-earlier": TABLE["vn_matrix"],
+             "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}
+    ctx = _ctx(moved)
+    verdict, evidence = CLAIM.check(ctx)
+    assert verdict is True and "ood_add 7.5x" in evidence and "ood_add 30x" not in evidence  # 3e-3 / 4e-4
+    assert "/ `vn_matrix-earlier` (this reading at the configuration the control ran at" in evidence
+    assert "vn_matrix-earlier" not in vb._baselines(ctx, BENCH) and "vn_matrix-earlier" not in vb._readings_present(ctx, BENCH)
+    assert "| mnist_reconstruct | vn_matrix-earlier | ood_add |" in "\n".join(vb.reading_table(ctx))
+    # the pinned row as good as the control: capacity, although the moved reading is 30x better than it
+    as_good = {**moved, "vn_matrix-earlier": moved["vn_matrix-private"]}
+    verdict, evidence = CLAIM.check(_ctx(as_good))
+    assert verdict is False and "capacity, not shared factors" in evidence
+
+
 def test_a_control_on_fewer_seeds_than_the_reading_does_not_decide():
     worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}
     entries = [e for e in _ctx(worse).entries if not (e["slots"][0]["label"] == "vn_matrix-private" and e["seed"] > 0)]
