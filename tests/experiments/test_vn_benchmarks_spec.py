@@ -59,6 +59,11 @@ def test_a_pinned_reference_row_is_what_the_control_is_compared_with():
     assert "/ `vn_matrix-earlier` (this reading at the configuration the control ran at" in evidence
     assert "vn_matrix-earlier" not in vb._baselines(ctx, BENCH) and "vn_matrix-earlier" not in vb._readings_present(ctx, BENCH)
     assert "| mnist_reconstruct | vn_matrix-earlier | ood_add |" in "\n".join(vb.reading_table(ctx))
+    for e in ctx.entries:
+        e["stats"]["fit_seconds"] = 3000.0 + 600 * e["seed"]
+    assert vb._pinned_controls(ctx).startswith(", except on mnist_reconstruct: there it and `vn_matrix-earlier` stay")
+    assert "the control's fits took 50-70 min each" in vb._pinned_controls(ctx)
+    assert vb._pinned_controls(_ctx({**TABLE, "vn_matrix-private": moved["vn_matrix-private"]})) == ""  # no pinned row
     # the pinned row as good as the control: capacity, although the moved reading is 30x better than it
     as_good = {**moved, "vn_matrix-earlier": moved["vn_matrix-private"]}
     verdict, evidence = CLAIM.check(_ctx(as_good))

@@ -483,11 +483,8 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "trains at `lam / (1 + beta)` while predicting at `lam`.",
              "", *_void_moves(ctx),
              "- **Not re-tuned rows.** `vn-inpaint` runs at `vn`'s chosen configuration (only the reading differs); "
-             "`vn_matrix-private` at `vn_matrix`'s with its own top-k, except on mnist reconstruct: there it and "
-             "`vn_matrix-earlier` stay at the configuration `vn_matrix`'s search chose while its test-time-`lam` move "
-             "was void (the control's fits take about 1.5 h each on one core; `vn_matrix-earlier`'s 3 fits are that "
-             "search's refits, not new runs), so the control is compared with the shared model at its own "
-             "configuration.", *_cap_bound(ctx), *_retired_rows(ctx), ""]
+             "`vn_matrix-private` at `vn_matrix`'s with its own top-k" + _pinned_controls(ctx) + ".",
+             *_cap_bound(ctx), *_retired_rows(ctx), ""]
     missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
     for bench in ctx.spec.benches:
@@ -506,6 +503,23 @@ def round_cuts(ctx: ReportContext) -> list[str]:
     if missing:
         lines += ["Not run (compute time), so every statement below leaves these out:", "", *missing, ""]
     return lines
+
+
+def _pinned_controls(ctx: ReportContext) -> str:
+    """Where a control stays at an earlier choice of its reading (a ``CONTROL_REFERENCES`` row on
+    the bench): which bench, and the control's fit times from its records (why it was not rerun)."""
+    parts = []
+    for b in ctx.spec.benches:
+        for ref, reading in CONTROL_REFERENCES.items():
+            ctl = _control_of(reading)
+            if ref not in ctx.labels(b.name) or not (fits := ctx.fits(b.name, ctl)):
+                continue
+            minutes = sorted(f["stats"]["fit_seconds"] / 60 for f in fits if f["stats"].get("fit_seconds"))
+            took = f"; the control's fits took {minutes[0]:.0f}-{minutes[-1]:.0f} min each on one core" if minutes else ""
+            parts.append(f", except on {b.name}: there it and `{ref}` stay at the configuration `{reading}`'s earlier "
+                         f"search chose (`{ref}`'s fits are that search's refits, not new runs{took}), so the control "
+                         "is compared with the shared model at its own configuration")
+    return "".join(parts)
 
 
 def _seed_spread(cell: Cell) -> str:
