@@ -96,6 +96,19 @@ def test_the_code_size_note_gives_the_controls_parameter_ratio():
     assert "so the control has 40x the parameters (40 against 1)." in text
 
 
+def test_a_pattern_shown_by_the_mean_but_not_every_seed_is_called_narrow():
+    worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}
+    ctx = _ctx(worse)
+    assert "narrow" not in CLAIM.check(ctx)[1]
+    for e in ctx.entries:  # seed 0 of vn_matrix at 0.25x the best baseline on ood_add; the mean stays 0.117x
+        if e["slots"][0]["label"] == "vn_matrix" and e["seed"] == 0:
+            e["rows"] = [{**r, "value": 2e-3} if r["split"] == "ood_add" else r for r in e["rows"]]
+    ctx = ReportContext(vb.SPEC, "quick", ctx.entries, out=".")
+    verdict, evidence = CLAIM.check(ctx)
+    assert verdict is True and "narrow: the mean is within the bounds (1.25x ID, 0.2x OOD), not every seed (ood_add " \
+        "seed 0 0.25x)" in evidence
+
+
 def test_no_pattern_does_not_hold_whether_or_not_the_control_ran():
     poor = {**TABLE, "vn_matrix": {"id": 3e-3, "ood_add": 7e-3, "ood_max": 7e-3}}
     assert CLAIM.check(_ctx(poor))[0] is False

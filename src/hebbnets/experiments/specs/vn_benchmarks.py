@@ -314,6 +314,21 @@ def _pattern(rows: list[tuple]) -> tuple[bool, list[str]]:
     return ok, notes
 
 
+def _seeds_outside(ctx: ReportContext, bench: str, label: str, rows: list[tuple]) -> list[str]:
+    """Each seed whose error / the best baseline's (mean) error misses its split's bound (ID
+    ``ID_PARITY``, OOD ``OOD_FACTOR``): a pattern shown by the mean but not by every seed is narrow."""
+    m = _metric(ctx, bench)
+    out = []
+    for s, _, best, *_ in rows:
+        cell = ctx.cell(bench, label, s, m)
+        if best is None or cell is None:
+            continue
+        bound = ID_PARITY if s == "id" else OOD_FACTOR
+        out += [f"{s} seed {seed} {fmt(v / best.mean)}x" for seed, v in zip(cell.seeds, cell.values)
+                if v / best.mean > bound]
+    return out
+
+
 def _control_reference(ctx: ReportContext, bench: str, reading: str) -> str:
     """The row ``reading``'s control is compared with: the reading pinned at the control's
     configuration where ``bench`` has such a row (``CONTROL_REFERENCES``), else the reading."""
@@ -354,6 +369,9 @@ def _reading_verdict(ctx: ReportContext, bench: str, label: str) -> tuple[bool |
     ``MIN_SEEDS``), so whether shared factors carry it is undecided)."""
     rows = _ratios(ctx, bench, label)
     ok, notes = _pattern(rows)
+    if ok and (outside := _seeds_outside(ctx, bench, label, rows)):
+        notes.append(f"narrow: the mean is within the bounds ({ID_PARITY}x ID, {OOD_FACTOR}x OOD), not every seed ("
+                     + ", ".join(outside) + ")")
     parts = [f"{s} {fmt(r)}x ({b.label})" for s, r, b, *_ in rows if b]
     text = f"`{label}`: " + ", ".join(parts)
     ctl = _control_ratio(ctx, bench, label)
