@@ -130,6 +130,21 @@ def test_the_span_note_names_a_reading_that_can_copy_any_image():
     assert vb._span_note(ctx({"atoms_u": 40, "atoms_s": 20}, {"atoms": [784], "output": "prediction"}), BENCH) == ""
 
 
+def test_a_holding_vector_reading_that_spans_every_image_is_named_as_able_to_copy():
+    # the vector reading has no no-shared-factor control: the claim line says the bench cannot tell
+    # composition from copying for it (only when its library spans the image space)
+    def evidence(atoms):
+        ctx = _ctx({**TABLE, "vn": TABLE["vn_matrix"], "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}})
+        for e in ctx.entries:
+            e["task_params"] = {}
+            e["config"] = {"atoms": [atoms], "output": "reconstruction"} if e["slots"][0]["label"] == "vn" else {}
+        verdict, text = CLAIM.check(ctx)
+        assert verdict is True and text.startswith("Under the `vn`, `vn_matrix` readings")
+        return text
+    assert "(`vn`: its library spans every image (1,024 atoms for 784 pixels), so it can copy any input" in evidence(1024)
+    assert "(`vn`:" not in evidence(512) and "(`vn_matrix`: a digit is not one rank-1 atom" in evidence(512)
+
+
 def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):
     ctx = _ctx(TABLE)
     points = {"models": {"vn_matrix": {"points": [{"config": {"lam": 0.02}}, {"config": {"lam": 0.02, "test_lam": 0.02}}]},

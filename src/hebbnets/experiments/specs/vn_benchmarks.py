@@ -420,14 +420,26 @@ def _bench_claim(bench: Bench, strength: str) -> Claim:
                           f"decides it was not run on every seed. ({strength}) Error / best baseline's error per "
                           "split (the baseline in brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
         head = (f"Under the {', '.join(f'`{h}`' for h in holding)} reading{'s' if len(holding) > 1 else ''}"
-                + "".join(f" ({c})" for c in dict.fromkeys(CAVEATS[bench.task, h] for h in holding
-                                                           if (bench.task, h) in CAVEATS)) + ". "
+                + "".join(f" (`{h}`: {c})" for h in holding if (c := _caveat(ctx, bench, h))) + ". "
                 if holding
                 else "Under no reading. ")
         return bool(holding), (head + f"({strength}) Error / best baseline's error per split (the baseline in "
                                "brackets): " + "; ".join(t for _, _, t in verdicts) + ".")
     return Claim(f"{bench.name}: ID parity (within {ID_PARITY}x of the best baseline) and OOD error about 10x "
                  f"lower (at most {OOD_FACTOR}x on every OOD split)", check)
+
+
+def _caveat(ctx: ReportContext, bench: Bench, reading: str) -> str:
+    """What a holding reading builds in (``CAVEATS``), or, for a reading with no no-shared-factor
+    control whose library spans every image, that nothing on the bench tells composition from copying."""
+    if (bench.task, reading) in CAVEATS:
+        return CAVEATS[bench.task, reading]
+    wide, _ = _spanning(ctx, bench.name)
+    if reading in wide and reading not in CONTROLS.values():
+        return (f"its library spans every image ({wide[reading]}), so it can copy any input, and no "
+                "no-shared-factor control exists for this reading (its atoms are whole images, not shared factors): "
+                "this bench cannot tell composition from copying for it")
+    return ""
 
 
 _STRENGTH = {
@@ -662,23 +674,31 @@ def _latent(entry: dict[str, Any]) -> str:
     return "—"
 
 
-def _span_note(ctx: ReportContext, bench: str) -> str:
-    """A reading whose library spans the image space can copy any input, so the note names it: a
-    matrix reading with factor libraries at least as wide as the image (full-rank ``U``, ``S``:
-    ``U G S^T`` is any image) and a vector reading with at least as many atoms as pixels."""
-    wide, side = [], 28  # mnist digits are 28 x 28; spatial2d records carry their grid
+def _spanning(ctx: ReportContext, bench: str) -> tuple[dict[str, str], int]:
+    """The rows whose library spans the image space (so they can copy any input), each with what
+    spans it, and the image side: a matrix reading with factor libraries at least as wide as the
+    image (full-rank ``U``, ``S``: ``U G S^T`` is any image), a vector reading with at least as
+    many atoms as pixels."""
+    wide, side = {}, 28  # mnist digits are 28 x 28; spatial2d records carry their grid
     for lab in ctx.labels(bench):
         fits = [f for f in ctx.fits(bench, lab) if f["config"].get("factors") != "private"]
         if not fits:
             continue
         cfg, side = fits[0]["config"], fits[0]["task_params"].get("grid", 28)
         if "atoms_u" in cfg and cfg["atoms_u"] >= side and cfg["atoms_s"] >= side:
-            wide.append(f"`{lab}` ({cfg['atoms_u']} x {cfg['atoms_s']} factors)")
+            wide[lab] = f"{cfg['atoms_u']} x {cfg['atoms_s']} factors"
         elif cfg.get("output") == "reconstruction" and cfg.get("atoms") and cfg["atoms"][0] >= side * side:
-            wide.append(f"`{lab}` ({cfg['atoms'][0]:,} atoms for {side * side} pixels)")
+            wide[lab] = f"{cfg['atoms'][0]:,} atoms for {side * side} pixels"
+    return wide, side
+
+
+def _span_note(ctx: ReportContext, bench: str) -> str:
+    """A reading whose library spans the image space can copy any input, so the note names it."""
+    wide, side = _spanning(ctx, bench)
     if not wide:
         return ""
-    return (f" Libraries that span every {side} x {side} image: " + ", ".join(wide) + ". Factor libraries at least as "
+    return (f" Libraries that span every {side} x {side} image: "
+            + ", ".join(f"`{lab}` ({what})" for lab, what in wide.items()) + ". Factor libraries at least as "
             "wide as the image (full-rank `U`, `S`: `U G S^T`), or at least as many atoms as pixels, can write any "
             "image, so such a reading can copy any input; what the span does not give is a sparse code that "
             "transfers, which is what the no-shared-factor control tests (a control of the matrix reading only).")
