@@ -174,9 +174,10 @@ SPATIAL_CAPACITY = Bench(
 # -- mnist_comp -------------------------------------------------------------------------------
 _MN = dict(epochs=40, patience=5, batch_size=64)
 #: the configuration ``vn_matrix``'s mnist search chose while its test-time-``lam`` move was void (it
-#: repeated the chosen ``lam`` 0.02). The no-shared-factor control ran at it (85-88 min per fit on one
-#: core), and so does the pinned row ``vn_matrix-earlier`` (its 3 fits are that search's refits): the
-#: control is compared with the shared model at its own configuration, not at the one chosen since
+#: repeated the chosen ``lam`` 0.02). The no-shared-factor control ran at it (about 1.5 h per fit on one
+#: core; the report prints the recorded times), and so does the pinned row ``vn_matrix-earlier`` (its 3
+#: fits are that search's refits): the control is compared with the shared model at its own
+#: configuration, not at the one chosen since
 M_VN_MATRIX_EARLIER = dict(atoms_u=40, atoms_s=40, lam=0.02, nonneg=True, epochs=40, patience=5, batch_size=64,
                            max_iter=500, tol=1e-5, test_lam=None)
 #: the control's top-k on mnist (as S_CONTROL_TOPK: ``vn_matrix-earlier`` measured 260.2, 286.1, 249.7 on id,
