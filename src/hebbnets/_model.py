@@ -235,19 +235,40 @@ class Model(nn.Module):
         return f"seed={self.seed}, config={self.config}"
 
 
-def build_from_checkpoint(cls: type[Model], path: str | os.PathLike, meta: dict[str, Any]) -> Model:
-    """Rebuild a model of class ``cls`` from a checkpoint folder written by ``Model.save``."""
+def build_from_checkpoint(cls: type[Model], path: str | os.PathLike, meta: dict[str, Any],
+                          device: Any = None) -> Model:
+    """Rebuild a model of class ``cls`` from a checkpoint folder written by ``Model.save``, in
+    the floating dtype its weights were saved in, on ``device`` (default: the CPU)."""
+    from safetensors import SafetensorError
     from safetensors.torch import load_file
 
-    config = config_from_dict(cls, meta["config"])
-    model = cls(config, seed=int(meta["seed"]))
-    model.spec = DataSpec.from_dict(meta["spec"])
+    where = str(path)
+    try:
+        config = config_from_dict(cls, meta["config"])
+        model = cls(config, seed=int(meta["seed"]))
+        model.spec = DataSpec.from_dict(meta["spec"])
+    except (ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"path: {where!r} has a config.json that does not describe a {cls.name!r} model ({exc})") \
+            from None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(model.seed)
         model._build_recorded(model.spec)
-    state = load_file(str(Path(path) / WEIGHTS_FILE))
-    model.load_state_dict(state, strict=True)
-    return model
+    weights = Path(path) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise ValueError(f"path: no {WEIGHTS_FILE} in {where!r}")
+    try:
+        state = load_file(str(weights))
+    except (SafetensorError, OSError) as exc:
+        raise ValueError(f"path: {str(weights)!r} is not a readable safetensors file ({exc})") from None
+    floats = {v.dtype for v in state.values() if v.is_floating_point()}
+    if len(floats) == 1:  # saved in one precision: come back in it (float64 stays float64)
+        model.to(floats.pop())
+    try:
+        model.load_state_dict(state, strict=True)
+    except RuntimeError as exc:
+        first = str(exc).strip().splitlines()[0]
+        raise ValueError(f"path: the weights in {where!r} do not match its config.json ({first})") from None
+    return model.to(device) if device is not None else model
 
 
 def config_from_dict(cls: type[Model], values: dict[str, Any], model_name: str | None = None) -> Any:
@@ -264,5 +285,9 @@ def config_from_dict(cls: type[Model], values: dict[str, Any], model_name: str |
         # JSON turns tuples into lists; restore the declared container type
         if isinstance(default, tuple) and isinstance(value, list):
             value = tuple(value)
+        # a per-layer field given one int means one layer: atoms=64 is atoms=(64,)
+        if isinstance(default, tuple) and isinstance(value, int) and not isinstance(value, bool) \
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in default):
+            value = (value,)
         coerced[key] = value
     return cls.Config(**coerced)

@@ -5,6 +5,7 @@ Every check raises one ``ValueError`` whose message starts with the argument's n
 """
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
@@ -90,6 +91,20 @@ def check_int_fields(config: Any, names: Iterable[str], *, minimum: int = 1) -> 
     """``check_int`` on each named attribute of a config dataclass."""
     for name in names:
         check_int(getattr(config, name), name, minimum=minimum)
+
+
+def check_out_folder(path: str | Path, name: str = "--out") -> Path:
+    """``path`` as an output folder: ``ValueError`` naming ``name`` if it is an existing file
+    (checked before anything trains, so no fit is lost to a bad path)."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{name}: {str(out)!r} is a file; expected a folder (it is created if missing)")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{name}: {str(parent)!r} is a file, so {str(out)!r} cannot be a folder")
+            break
+    return out
 
 
 def _check_shape_and_size(t: torch.Tensor, name: str, min_ndim: int) -> None:

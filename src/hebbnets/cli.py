@@ -71,6 +71,9 @@ def main(argv: list[str] | None = None) -> int:
     add_experiment_parsers(sub)
     add_run_parser(sub)
     add_merge_parser(sub)
+    for sp in sub.choices.values():  # --threads after the subcommand too (`hebbnets run ... --threads 1`)
+        sp.add_argument("--threads", type=int, default=argparse.SUPPRESS, metavar="N",
+                        help="torch intra-op threads (as before the subcommand)")
     args = parser.parse_args(argv)  # argparse itself exits with code 2 on bad syntax
     if args.threads is not None:
         if args.threads < 1:

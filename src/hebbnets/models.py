@@ -54,14 +54,25 @@ def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
     return cls(config_from_dict(cls, values, name), seed=seed)
 
 
-def load(path: str | os.PathLike) -> Model:
-    """Load a model saved with ``Model.save(path)``."""
+def load(path: str | os.PathLike, device: Any = None) -> Model:
+    """Load a model saved with ``Model.save(path)``, in the dtype it was saved in, onto
+    ``device`` (default: the CPU). A folder that is not a whole, matching checkpoint raises one
+    ``ValueError`` naming the path and what is wrong with it."""
     path = Path(path)
     cfg = path / CONFIG_FILE
     if not cfg.is_file():
         raise ValueError(f"path: no {CONFIG_FILE} in {str(path)!r}; not a hebbnets checkpoint")
-    meta = json.loads(cfg.read_text())
-    return build_from_checkpoint(get(meta["model"]), path, meta)
+    try:
+        meta = json.loads(cfg.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"path: {str(cfg)!r} is not valid JSON ({exc})") from None
+    missing = [k for k in ("model", "seed", "config", "spec") if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise ValueError(f"path: {str(cfg)!r} lacks {missing}; not a hebbnets checkpoint")
+    if meta["model"] not in _REGISTRY:
+        raise ValueError(f"path: {str(path)!r} holds model {meta['model']!r}, which is not registered; "
+                         f"known models: {names()}")
+    return build_from_checkpoint(get(meta["model"]), path, meta, device=device)
 
 
 __all__ = ["Model", "get", "load", "make", "names", "register"]

@@ -6,6 +6,9 @@ from pathlib import Path
 import pytest
 
 from hebbnets.experiments import RecordStore, build_report, reproduce
+from hebbnets.experiments.reporting import report_pages
+from hebbnets.experiments.reporting.scorecard import build_scorecard, collect
+from hebbnets.experiments.reporting import table_cell
 from hebbnets.experiments.specs import PROJECT
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,8 +30,35 @@ def test_every_spec_runs_end_to_end_at_smoke_scale(tmp_path):
 
 @pytest.mark.parametrize("spec", PROJECT, ids=lambda s: s.name)
 def test_committed_report_is_rebuilt_byte_for_byte_from_committed_records(spec, tmp_path):
-    committed = ROOT / "reports" / f"{spec.name}.md"
     store = RecordStore(ROOT / "records" / f"{spec.name}.jsonl")
-    assert committed.exists() and store.path.exists(), "every project spec has a committed report and records"
-    rebuilt = build_report(spec, store, tmp_path, figures=False, records_name=f"records/{spec.name}.jsonl")
-    assert rebuilt.read_bytes() == committed.read_bytes()
+    assert store.path.exists(), "every project spec has committed records"
+    build_report(spec, store, tmp_path, figures=False, records_name=f"records/{spec.name}.jsonl")
+    for page in report_pages(spec):  # the main page and every further page
+        committed = ROOT / "reports" / page
+        assert committed.exists(), f"{page}: every page of a project report is committed"
+        assert (tmp_path / page).read_bytes() == committed.read_bytes(), page
+
+
+def test_committed_scorecard_is_rebuilt_byte_for_byte_from_committed_records(tmp_path):
+    rebuilt = build_scorecard(PROJECT, ROOT / "records", tmp_path, figures=False)
+    assert rebuilt.read_bytes() == (ROOT / "reports" / "README.md").read_bytes()
+
+
+def _words(path: Path) -> int:
+    return len(path.read_text().split())
+
+
+@pytest.mark.parametrize("spec", PROJECT, ids=lambda s: s.name)
+def test_every_report_page_is_under_3000_words_and_opens_with_its_verdicts(spec):
+    pages = report_pages(spec)
+    for page in pages:
+        assert _words(ROOT / "reports" / page) < 3000, page
+    main = (ROOT / "reports" / pages[0]).read_text()
+    first = re.search(r"^## (.+)$", main, re.M)
+    assert first and first.group(1) == "Verdicts", f"{pages[0]} opens with its verdict table, not {first}"
+
+
+def test_scorecard_lists_every_claim_of_every_report():
+    text = (ROOT / "reports" / "README.md").read_text()
+    for spec, section, claim, _ in collect(PROJECT, ROOT / "records"):
+        assert table_cell(claim.key or claim.statement) in text, (spec.name, claim.statement)

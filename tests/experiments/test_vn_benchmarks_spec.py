@@ -197,7 +197,7 @@ def test_fits_of_rows_the_spec_no_longer_runs_are_named_not_shown():
 
 
 def test_a_mean_dominated_by_one_seed_is_spelled_out_per_seed():
-    from hebbnets.experiments._report import Cell
+    from hebbnets.experiments.reporting import Cell
     spread = Cell("vn_pairs", "id", "mse", 3, 7.4e-5, 1.3e-4, [0, 1, 2], 10, values=[2.2e-4, 1.2e-11, 5.4e-12])
     assert vb._seed_spread(spread) == (" One seed dominates `vn_pairs`'s id mean (std above the mean): seed 0 0.00022, "
                                        "seed 1 1.2e-11, seed 2 5.4e-12; the ratios above are of the mean.")

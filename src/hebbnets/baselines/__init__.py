@@ -5,6 +5,7 @@ from . import cnn, factorized, mamba, transformer, vae  # noqa: F401  (register 
 from . import autoencoders, gnn  # noqa: F401  (register "ae", "conv_ae", "gnn")
 from . import centroid, lstm, sparse_transformer  # noqa: F401  (register "centroid", "lda", "lstm", "sparse_transformer")
 from . import set_mlp, window_extrapolators  # noqa: F401  (register "set_mlp", "window_linear", "system_ridge")
+from . import linear_codes  # noqa: F401  (register "pca", "dict_learning")
 
 __all__ = [
     "BackpropModel",

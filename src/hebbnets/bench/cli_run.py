@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -25,12 +26,25 @@ from typing import Any
 EXIT_BAD_INPUT = 2
 
 
-def parse_value(text: str) -> Any:
-    """JSON if it parses (numbers, lists, true/false/null), else the raw string."""
+def parse_value(text: str, name: str = "value") -> Any:
+    """JSON if it parses (numbers, lists, true/false/null), else the raw string. NaN and
+    Infinity (which Python's JSON accepts) raise ``ValueError`` naming ``name``: no parameter
+    takes them, and a record cannot hold them."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError:
         return text
+    if _non_finite(value):
+        raise ValueError(f"{name}: expected a finite number, got {text!r}")
+    return value
+
+
+def _non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, list):
+        return any(_non_finite(v) for v in value)
+    return False
 
 
 def parse_assignments(items: list[str], name: str, dotted: bool = False) -> dict[str, Any]:
@@ -46,9 +60,9 @@ def parse_assignments(items: list[str], name: str, dotted: bool = False) -> dict
             raise ValueError(f"{name}: expected {form}, got {item!r}")
         if dotted:
             model, field = key.split(".", 1)
-            out.setdefault(model, {})[field] = parse_value(value)
+            out.setdefault(model, {})[field] = parse_value(value, f"{name} {key}")
         else:
-            out[key] = parse_value(value)
+            out[key] = parse_value(value, f"{name} {key}")
     return out
 
 
@@ -89,6 +103,7 @@ def add_run_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def handle_run(args: argparse.Namespace) -> int:
     """Run the benchmark described by ``args``; returns the process exit code."""
+    from .._validation import check_out_folder
     from ..experiments import RecordStore, execute, flat_records
     from .io import write_csv
     from .runner import plan
@@ -99,6 +114,7 @@ def handle_run(args: argparse.Namespace) -> int:
         seeds = _int_list(args.seeds, "--seeds")
         task_params = parse_assignments(args.sets, "--set")
         overrides = parse_assignments(args.model_sets, "--model-set", dotted=True)
+        out = check_out_folder(args.out)
         # validates names, seeds, task parameters, config keys and compatibility before any training
         jobs = plan(args.task, models, seeds, scale=args.scale, task_params=task_params, overrides=overrides)
     except ValueError as exc:
@@ -107,7 +123,6 @@ def handle_run(args: argparse.Namespace) -> int:
     log = None if args.quiet else (lambda line: print(line, file=sys.stderr, flush=True))
     t0 = time.perf_counter()
     stem = _stem(args.task, task_params, args.scale)
-    out = Path(args.out)
     store = RecordStore(out / f"{stem}.jsonl")
     records = flat_records(execute(jobs, store, log=log, recompute=args.recompute))
     csv_path = write_csv(records, out / f"{stem}.csv")

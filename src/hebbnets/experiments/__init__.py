@@ -10,12 +10,12 @@ sections. ``register_spec`` makes it runnable by name; ``register_protocol`` add
 ``register_figure`` a figure kind. ``docs/experiments.md`` walks through adding a bench, a
 model, a protocol and a report section.
 """
-from ._figures import loglog_slope
 from ._protocols import (DEFAULT_STATISTICS, FitContext, FitHook, decode_images, encode_images, get_protocol,
                          protocol_names, register_protocol, register_statistic, statistic_names)
-from ._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Section, Text, TuningTable, build_report,
+from .reporting import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Section, Text, TuningTable, build_report,
                       capped_fits, figure_kinds, fmt, fmt_pct, ood_id_ratio, ratio_to_best, register_figure,
                       unrun_line)
+from ..bench.speed import loglog_slope
 from ._reproduce import STAGES, parse_stages, report, reproduce, store_for, tune_bench
 from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spec, run_job
 from ._spec import (DEFAULT_SCALES, SCALES, Bench, Grid, Measure, Moves, Scale, Spec, Variant, get_spec,
@@ -24,7 +24,6 @@ from ._store import (
     COSMETIC_CONFIG_KEYS, RecordStore, canonical_config, fit_key, jsonable, measure_key, neutral_values, provenance,
 )
 from . import references  # noqa: F401,E402  (registers the reference predictors 'zeros', 'gap_interp')
-from . import specs  # noqa: F401,E402  (registers the project's specs)
 
 __all__ = [
     "Bench", "COSMETIC_CONFIG_KEYS", "canonical_config", "neutral_values", "Cell", "Claim", "Custom", "DEFAULT_SCALES", "DEFAULT_STATISTICS", "Figure",

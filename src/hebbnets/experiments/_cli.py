@@ -52,9 +52,12 @@ def _spec_choice(name: str) -> str:
     return name
 
 
-def _default_out(scale: str) -> str:
-    # smoke runs never write into the committed records/ and reports/
-    return "results/smoke" if scale == "smoke" else "."
+def _default_out(scale: str, out: str | None = None) -> Path:
+    """``--out`` checked as a folder before anything runs (smoke runs default to results/smoke, so
+    they never write into the committed records/ and reports/)."""
+    from .._validation import check_out_folder
+
+    return check_out_folder(out or ("results/smoke" if scale == "smoke" else "."))
 
 
 def add_parsers(sub: argparse._SubParsersAction) -> None:
@@ -82,7 +85,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     r = sub.add_parser("report", help="rebuild reports/NAME.md and its figures from records/NAME.jsonl alone",
                        description="Rebuild a spec's report (markdown and figures) from its record store; nothing "
                        "is trained. The same records give the same report, byte for byte.")
-    r.add_argument("name", help="a spec name or 'all'")
+    r.add_argument("name", help="a spec name, 'scorecard' (reports/README.md) or 'all' (every report and the scorecard)")
     r.add_argument("--scale", default="quick", choices=SCALES)
     r.add_argument("--out", default=None, help="folder holding records/ and reports/ (default: as for reproduce)")
     r.add_argument("--no-figures", action="store_true", help="do not redraw the figures")
@@ -98,7 +101,7 @@ def handle_reproduce(args: argparse.Namespace) -> int:
         stages = parse_stages(args.stage)
         if args.address and args.backend != "ray":
             raise ValueError("--address: only with --backend ray")
-        kwargs = dict(stages=stages, scale=args.scale, seeds=_seeds(args.seeds), out=Path(args.out or _default_out(args.scale)),
+        kwargs = dict(stages=stages, scale=args.scale, seeds=_seeds(args.seeds), out=_default_out(args.scale, args.out),
                       backend=args.backend, address=args.address, benches=_list(args.benches, "--benches"),
                       models=_list(args.models, "--models"), recompute=args.recompute, figures=not args.no_figures,
                       threads=getattr(args, "threads", None) or 1, log=None if args.quiet else stderr_log)
@@ -121,8 +124,8 @@ def handle_report(args: argparse.Namespace) -> int:
     from ._reproduce import report
 
     try:
-        name = _spec_choice(args.name)
-        paths = report(name, scale=args.scale, out=Path(args.out or _default_out(args.scale)),
+        name = args.name if args.name == "scorecard" else _spec_choice(args.name)
+        paths = report(name, scale=args.scale, out=_default_out(args.scale, args.out),
                        figures=not args.no_figures)
     except ValueError as exc:
         print(f"hebbnets report: error: {exc}", file=sys.stderr)

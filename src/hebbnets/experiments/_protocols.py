@@ -263,6 +263,7 @@ def _history(ctx: FitContext) -> dict[str, Any] | None:
     out: dict[str, Any] = {"epochs_run": len(per_epoch)}
     if hist.get("val"):
         out["best_val_epoch"] = min(range(len(hist["val"])), key=lambda i: hist["val"][i])
+        out["val"] = [float(v) for v in hist["val"]]  # the validation curve: the reports draw it
     return out
 
 

@@ -22,9 +22,10 @@ from typing import Any, Callable, Iterable
 
 from ..tasks import _configs
 from ._protocols import _higher_is_better
-from ._report import build_report
+from .reporting import build_report
+from .reporting.scorecard import build_scorecard
 from ._run import Job, execute, make_task, resolve_config, stderr_log
-from ._spec import Bench, Grid, Moves, Spec, get_spec, spec_names
+from ._spec import Bench, Grid, Moves, Spec, get_spec, project_specs, spec_names
 from ._store import RecordStore, fit_key, jsonable, provenance
 
 STAGES = ("tune", "run", "report")
@@ -245,13 +246,18 @@ def _rel(path: Path, out: Path) -> str:
 
 
 def report(name: str, *, scale: str = "quick", out: str | Path = ".", figures: bool = True) -> list[Path]:
-    """Rebuild ``OUT/reports/NAME.md`` (and figures) from ``OUT/records/NAME.jsonl`` alone."""
+    """Rebuild ``OUT/reports/NAME.md`` (and figures) from ``OUT/records/NAME.jsonl`` alone;
+    ``"scorecard"`` rebuilds ``OUT/reports/README.md`` from the project specs' records, ``"all"``
+    every report and then the scorecard (at the quick scale, the committed one)."""
     out = Path(out)
-    names = spec_names() if name == "all" else [get_spec(name).name]
+    names = [] if name == "scorecard" else spec_names() if name == "all" else [get_spec(name).name]
     paths = []
     for n in names:
         spec = get_spec(n)
         store = store_for(spec, out)
         paths.append(build_report(spec, store, out / "reports", scale=scale, figures=figures,
                                   records_name=_rel(store.path, out), configs_dir=configs_dir(out, scale)))
+    if name in ("scorecard", "all") and scale == "quick":
+        paths.append(build_scorecard(project_specs(), out / "records", out / "reports", figures=figures,
+                                     configs_dir=configs_dir(out, scale)))
     return paths

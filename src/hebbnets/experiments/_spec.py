@@ -326,7 +326,11 @@ class Spec:
     """One report: its benches and measures, and the sections that render it.
 
     ``hebbnets reproduce NAME`` runs it; ``hebbnets report NAME`` renders ``reports/NAME.md``
-    (and its figures) from ``records/NAME.jsonl`` alone.
+    (and its figures) from ``records/NAME.jsonl`` alone. ``sections`` is the main page (verdicts
+    and one figure first, then the tables, then the notes); ``pages`` are further pages of the
+    same report, ``{page: sections}`` rendered into ``reports/NAME_<page>.md`` (e.g. the
+    validation points behind every configuration), so that each page stays short. ``intro``
+    says how the numbers were made; it is printed under the summary, with the records' provenance.
     """
 
     name: str
@@ -335,12 +339,19 @@ class Spec:
     measures: tuple[Measure, ...] = ()
     sections: tuple[Any, ...] = ()
     intro: str = ""
+    pages: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_name(self.name, "name")
         object.__setattr__(self, "benches", tuple(self.benches))
         object.__setattr__(self, "measures", tuple(self.measures))
         object.__setattr__(self, "sections", tuple(self.sections))
+        for page in dict(self.pages):
+            _check_name(page, "pages")
+        object.__setattr__(self, "pages", _frozen({k: tuple(v) for k, v in dict(self.pages).items()}))
+        for s in (s for page in self.pages.values() for s in page):
+            if not hasattr(s, "render"):
+                raise ValueError(f"pages: expected Section objects with a render method, got {type(s).__name__}")
         names = [b.name for b in self.benches] + [m.name for m in self.measures]
         dup = sorted({x for x in names if names.count(x) > 1})
         if dup:
@@ -383,17 +394,32 @@ def register_spec(spec: Spec) -> Spec:
 SPEC_MODULES_ENV = "HEBBNETS_SPEC_MODULES"
 
 
+#: the package whose modules are the project's own specs: loaded on the first lookup by name, so
+#: ``import hebbnets`` (the library) never imports the report specs (the tooling)
+PROJECT_SPECS = "hebbnets.experiments.specs"
+
+
 def load_spec_modules() -> None:
-    """Import the modules named in ``$HEBBNETS_SPEC_MODULES`` (once each)."""
+    """Import the project's specs and the modules named in ``$HEBBNETS_SPEC_MODULES`` (once each;
+    by name, as plug-ins: the engine does not depend on the specs it runs)."""
     import importlib
     import os
 
+    importlib.import_module(PROJECT_SPECS)
     for name in (n.strip() for n in os.environ.get(SPEC_MODULES_ENV, "").split(",")):
         if name:
             try:
                 importlib.import_module(name)
             except ImportError as exc:
                 raise ValueError(f"{SPEC_MODULES_ENV}: cannot import {name!r} ({exc})") from None
+
+
+def project_specs() -> tuple[Spec, ...]:
+    """The specs behind the committed reports (``PROJECT`` of the project's spec package), in
+    the order the scorecard lists them."""
+    import importlib
+
+    return tuple(importlib.import_module(PROJECT_SPECS).PROJECT)
 
 
 def spec_names() -> list[str]:

@@ -7,7 +7,11 @@
   much harder the OOD signals are *intrinsically*; a learned model degrading clearly more than it
   is the sign that a split tests composition.
 
-Neither learns anything (no parameters); tables show them for reference and never count them as
+* ``svd_image``: each image's own truncated SVD of rank ``rank`` (``(N, H, W)`` inputs, targets
+  shaped like them): zero parameters; a reconstruct bench on which it scores near zero tests the
+  data's low-rank structure, not composition.
+
+None learns anything (no parameters); tables show them for reference and never count them as
 the best baseline when they are named in ``ResultsTable(references=...)``.
 """
 from __future__ import annotations
@@ -85,3 +89,41 @@ class GapInterp(Model):
         if x_mask is None:
             return x.clone()
         return interpolate_gap(x, x_mask)
+
+
+@dataclass
+class SVDImageConfig:
+    """``rank``: the singular values kept per image."""
+
+    rank: int = 1
+
+    def __post_init__(self) -> None:
+        if isinstance(self.rank, bool) or not isinstance(self.rank, int) or self.rank < 1:
+            raise ValueError(f"rank: expected an int >= 1, got {self.rank!r}")
+
+
+def truncated_svd(images: torch.Tensor, rank: int) -> torch.Tensor:
+    """Each image's best rank-``rank`` approximation (Eckart-Young): ``(N, H, W) -> (N, H, W)``."""
+    u, s, vh = torch.linalg.svd(images.double(), full_matrices=False)
+    r = min(rank, s.shape[-1])
+    return ((u[..., :r] * s[..., None, :r]) @ vh[..., :r, :]).to(images.dtype)
+
+
+@register("svd_image")
+class SVDImage(Model):
+    """Per-image truncated SVD (``truncated_svd``); needs ``(N, H, W)`` inputs shaped like the
+    targets and no mask."""
+
+    Config = SVDImageConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        if len(spec.x_shape) != 2 or spec.y_shape != spec.x_shape or spec.x_masked:
+            raise ValueError("x: 'svd_image' approximates each (H, W) image by its own truncated SVD; it needs "
+                             f"unmasked (N, H, W) inputs shaped like y, got x {spec.x_shape}, y {spec.y_shape}, "
+                             f"masked={spec.x_masked}")
+
+    def _fit(self, split: Split) -> None:
+        pass
+
+    def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        return truncated_svd(x, self.config.rank)

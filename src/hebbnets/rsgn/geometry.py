@@ -146,15 +146,20 @@ def knn(p: torch.Tensor, k: int, block: int | None = None) -> torch.Tensor:
     """Brute-force reference: indices ``(N, k)`` of each node's ``k`` nearest other nodes by
     geodesic distance, each row ordered by ``(distance, index)``.
 
-    Exact and block-wise: ``O(N^2 d)`` time but ``O(block * N)`` memory (default: about 2^24
-    distances per block); computed in ``p``'s dtype. ``knn_kdtree`` is the fast path.
+    Exact and block-wise: ``O(N^2 d)`` time but ``O(block * N * d)`` memory (default: about
+    2^24 coordinate differences per block); computed in ``p``'s dtype. ``knn_kdtree`` is the fast path.
     """
     n = p.shape[0]
-    block = block or max(1, min(4096, 2**24 // n))
+    block = block or max(1, min(4096, 2**24 // (n * max(1, p.shape[-1]))))
     _check_k(k, n)
     out = torch.empty(n, k, dtype=torch.long, device=p.device)
+    xx = (p * p).sum(-1)
     for start in range(0, n, block):
-        t = _pairwise_t(p[start : start + block], p)  # (b, N), monotone in the distance
+        x = p[start : start + block]
+        # differences, not the expanded |x|^2 + |y|^2 - 2 x.y: a matmul rounds duplicate points
+        # differently by their column position on some CPUs, which breaks exact distance ties
+        sq = ((x[:, None, :] - p[None, :, :]) ** 2).sum(-1)  # (b, N)
+        t = sq / ((1.0 - xx[start : start + block]).clamp_min(1e-15)[:, None] * (1.0 - xx).clamp_min(1e-15)[None, :])
         rows = torch.arange(start, min(start + block, n), device=p.device)
         t[rows - start, rows] = float("inf")  # no self-loops
         out[start : start + block] = _lowest_k_rows(t, k)

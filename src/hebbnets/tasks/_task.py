@@ -1,6 +1,7 @@
 """``Task``: a training split, named test splits, a metric, and per-model configurations."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -111,8 +112,39 @@ def make(name: str, seed: int = 0, scale: str = "quick", **params: Any) -> Task:
 
 
 def check_params(params: dict[str, Any], defaults: dict[str, Any], task: str) -> dict[str, Any]:
-    """Merge ``params`` over ``defaults``; unknown keys raise ``ValueError`` naming them."""
+    """Merge ``params`` over ``defaults``; unknown keys raise ``ValueError`` naming them, and so
+    does a value unlike its default (``check_param``), before any data is generated."""
     unknown = sorted(set(params) - set(defaults))
     if unknown:
         raise ValueError(f"params: unknown key(s) {unknown} for task {task!r}; known keys: {sorted(defaults)}")
+    for key, value in params.items():
+        check_param(key, value, defaults[key])
     return {**defaults, **params}
+
+
+def check_param(key: str, value: Any, default: Any) -> None:
+    """A task parameter must be of its default's kind: an int for an int (``1.5`` or ``true`` is
+    not a sample count), a finite real for a float, a bool, a string, a list; a number whose
+    default is non-negative must be too, and a count (``n_...``) at least 1. ``ValueError``
+    naming ``key`` otherwise (the CLI's ``--set`` and the Python API alike)."""
+    if default is None:
+        return
+    if isinstance(default, bool):
+        ok, kind = isinstance(value, bool), "a bool"
+    elif isinstance(default, int):
+        ok, kind = isinstance(value, int) and not isinstance(value, bool), "an int"
+    elif isinstance(default, float):
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        kind = "a finite number"
+    elif isinstance(default, str):
+        ok, kind = isinstance(value, str), "a string"
+    elif isinstance(default, (list, tuple)):
+        ok, kind = isinstance(value, (list, tuple)), "a list"
+    else:
+        return
+    if not ok:
+        raise ValueError(f"{key}: expected {kind} (like the default {default!r}), got {value!r}")
+    if isinstance(default, (int, float)) and not isinstance(default, bool):
+        low = 1 if key.startswith("n_") and isinstance(default, int) and default >= 1 else 0
+        if default >= low and value < low:
+            raise ValueError(f"{key}: expected a value >= {low}, got {value!r}")

@@ -24,7 +24,7 @@ from ...bench.speed import register_measurement
 from ...bench.summary import sample_std
 from ...rsgn import _speed
 from .._protocols import register_statistic
-from .._report import Custom, Figure, ReportContext, Text, fmt, register_figure
+from ..reporting import Custom, Figure, ReportContext, Text, fmt, register_figure
 from .._spec import Bench, Measure, Scale, Spec, register_spec, variant
 
 AUTHOR = {"split": "author"}

@@ -3,7 +3,7 @@
 ``benchmarks/vn_inference.py`` prints the same table directly. RSGN's cost is measured by the ``rsgn`` spec."""
 from __future__ import annotations
 
-from .._report import Custom, ReportContext, Text, fmt
+from ..reporting import Custom, ReportContext, Text, fmt
 from .._spec import Measure, Spec, register_spec
 
 VN_INFERENCE = Measure("vn_inference", "vn_inference",

@@ -2,7 +2,8 @@
 split holds pairs of ground-truth atoms never seen together in training."""
 from __future__ import annotations
 
-from .._report import Claim, Figure, ReportContext, ResultsTable, Text, TuningTable, fmt, ood_id_ratio
+from ..reporting import Claim, Figure, Notes, ResultsTable, TuningTable, Verdicts
+from ..reporting.narration_toy import gap_claim, ood_claim
 from .._spec import Bench, Grid, Scale, Spec, register_spec
 
 TOY = Bench(
@@ -25,25 +26,6 @@ TOY = Bench(
 )
 
 
-def _gap_claim(ctx: ReportContext) -> tuple[bool | None, str]:
-    """VN's OOD error stays within 2x of its ID error while the MLP's grows more than 10x."""
-    vn = ood_id_ratio(ctx, "toy_atoms", "vn", "ood", "mse")
-    mlp = ood_id_ratio(ctx, "toy_atoms", "mlp", "ood", "mse")
-    if vn != vn or mlp != mlp:  # NaN: a model has no records
-        return None, "needs records of both models."
-    return (vn < 2 and mlp > 10), f"OOD/ID error ratio: vn {fmt(vn)}, mlp {fmt(mlp)}."
-
-
-def _ood_claim(ctx: ReportContext) -> tuple[bool | None, str]:
-    """VN's OOD error is lower than the MLP's by more than the two seed spreads."""
-    vn, mlp = ctx.cell("toy_atoms", "vn", "ood", "mse"), ctx.cell("toy_atoms", "mlp", "ood", "mse")
-    if vn is None or mlp is None:
-        return None, "needs records of both models."
-    spread = (0 if vn.std != vn.std else vn.std) + (0 if mlp.std != mlp.std else mlp.std)
-    return (mlp.mean - vn.mean > spread), (f"OOD test MSE vn {vn.text()}, mlp {mlp.text()} "
-                                           f"({fmt(mlp.mean / vn.mean)}x; seeds {vn.seeds}).")
-
-
 SPEC = register_spec(Spec(
     "toy", "toy_atoms: Vector Network vs MLP on unseen atom pairs",
     benches=(TOY,),
@@ -53,13 +35,17 @@ SPEC = register_spec(Spec(
            "(`hebbnets/tasks/configs/toy_atoms.json`, 6 points each). Test MSE on held-out splits; data and models "
            "re-seeded per seed."),
     sections=(
-        ResultsTable("toy_atoms", title="Results", model="vn"),
+        Verdicts((
+            Claim("VN generalises to unseen atom pairs (OOD/ID error below 2) where the MLP does not (above 10)",
+                  gap_claim, key="toy_atoms: VN's OOD/ID gap small, the MLP's large"),
+            Claim("VN's OOD error is lower than the MLP's", ood_claim, key="toy_atoms: VN's OOD error below the MLP's"),
+        )),
         Figure("id_vs_ood", "id_vs_ood", "ID vs OOD test error, mean ± sample std over seeds",
                {"benches": ("toy_atoms",)}),
-        Text("## Claims"),
-        Claim("VN generalises to unseen atom pairs (OOD/ID error below 2) where the MLP does not (above 10)",
-              _gap_claim),
-        Claim("VN's OOD error is lower than the MLP's", _ood_claim),
+        ResultsTable("toy_atoms", title="Results", model="vn"),
+        Figure("validation_curves", "training", "Training length of every fit against its epoch cap",
+               {"benches": ("toy_atoms",)}),
+        Notes(),
         TuningTable("toy_atoms", title="Configurations (chosen on validation data)", level=2),
     ),
 ))

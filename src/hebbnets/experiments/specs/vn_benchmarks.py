@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._report import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
+from ..reporting import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
                        ood_id_ratio, unrun_line)
 from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 
@@ -803,7 +803,7 @@ def error_by_split(ctx: ReportContext) -> list[str]:
     """Mean per-centre error over the training, id and ood centres (error maps, mean over seeds)."""
     import numpy as np
 
-    from .._figures import _mean_map
+    from ..reporting.figures import _mean_map
 
     rows = []
     for b in ("spatial2d_decode", "spatial2d_reconstruct"):

@@ -24,9 +24,9 @@ from typing import Any
 
 import numpy as np
 
-from .._figures import _image_axis, _plt, _styles
+from ..reporting.figures import _image_axis, _plt, _styles
 from .._protocols import decode_images
-from .._report import Claim, Custom, Figure, ReportContext, Text, TuningTable, fmt, register_figure, unrun_line
+from ..reporting import Claim, Custom, Figure, ReportContext, Text, TuningTable, fmt, register_figure, unrun_line
 from .._spec import Bench, Grid, Scale, Spec, register_spec, variant
 from ...bench.summary import sample_std
 from . import vn_benchmarks as VB

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .._report import (Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
+from ..reporting import (Claim, Custom, Figure, ReportContext, ResultsTable, Text, TuningTable, capped_fits, fmt,
                        ood_id_ratio)
 from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 

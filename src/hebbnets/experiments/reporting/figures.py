@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from ..bench.speed import loglog_slope
-from ..bench.summary import to_error
-from ._protocols import decode_images
-from ._report import ReportContext, register_figure
+from ...bench.speed import loglog_slope
+from ...bench.summary import to_error
+from .._protocols import decode_images
+from .sections import ReportContext, register_figure
 
 
 def _plt():
@@ -290,3 +290,74 @@ def scaling(ctx: ReportContext, panels: tuple[dict[str, Any], ...]) -> Any:
         ax.tick_params(labelsize=7)
     fig.tight_layout()
     return fig
+
+
+# -- validation curves (every report) ---------------------------------------------------------------
+# (VALIDATION CURVES: added by the lead)
+@register_figure("validation_curves")
+def validation_curves(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
+    """Per bench, every model's training: its validation curve per seed where the record holds
+    one (``stats.history.val``), else its length: epochs run per seed (dots) and the best
+    validation epoch (open circles) against its epoch cap (a bar end); a fit the cap ended is
+    drawn in red, so cap hits are visible at a glance."""
+    panels = []
+    for b in benches:
+        rows = []
+        for label in ctx.labels(b):
+            fits = [e for e in ctx.fits(b, label) if "epochs_run" in (e["stats"].get("history") or {})]
+            if fits:
+                rows.append((label, fits))
+        if rows:
+            panels.append((b, rows))
+    if not panels:
+        return None
+    plt = _plt()
+    cols = min(3, len(panels))
+    nrows = math.ceil(len(panels) / cols)
+    tallest = max(len(rows) for _, rows in panels)
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, (0.32 * tallest + 1.4) * nrows), squeeze=False)
+    for ax, (b, rows) in zip(axes.flat, panels):
+        curves = [(label, e) for label, fits in rows for e in fits if e["stats"]["history"].get("val")]
+        if curves:
+            for label, e in curves:
+                val = e["stats"]["history"]["val"]
+                ax.plot(range(1, len(val) + 1), val, lw=1, label=f"{label} s{e['seed']}")
+            ax.set_xlabel("epoch")
+            ax.set_ylabel("validation loss")
+            ax.set_yscale("log")
+            ax.legend(fontsize=6)
+        else:
+            for y, (label, fits) in enumerate(rows):
+                cap = max(int(e["config"].get("epochs", 0) or 0) for e in fits)
+                if cap:
+                    ax.plot([0, cap], [y, y], color="0.85", lw=6, solid_capstyle="butt", zorder=1)
+                for e in fits:
+                    h = e["stats"]["history"]
+                    run = h["epochs_run"]
+                    capped = run >= int(e["config"].get("epochs", math.inf) or math.inf)
+                    ax.scatter([run], [y], s=16, color="tab:red" if capped else "black", zorder=3)
+                    if "best_val_epoch" in h:
+                        ax.scatter([h["best_val_epoch"] + 1], [y], s=30, facecolors="none", edgecolors="tab:blue",
+                                   zorder=4)
+            ax.set_yticks(range(len(rows)))
+            ax.set_yticklabels([label for label, _ in rows], fontsize=7)
+            ax.invert_yaxis()
+            ax.set_xlabel("epochs (grey bar: the cap; dot: run, red = ended by the cap; circle: best validation)")
+            ax.xaxis.label.set_size(7)
+        ax.set_title(b, fontsize=9)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    fig.tight_layout()
+    return fig
+
+
+# -- figure kinds of the vn_benchmarks report -------------------------------------------------------
+# (VN_BENCHMARKS FIGURES: insert below this line)
+
+
+# -- figure kinds of the vn_dynamics and vn_claims reports ------------------------------------------
+# (VN_CLAIMS FIGURES: insert below this line)
+
+
+# -- figure kinds of the rsgn report ----------------------------------------------------------------
+# (RSGN FIGURES: insert below this line)

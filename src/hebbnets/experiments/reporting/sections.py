@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from .._registry import Registry
-from ..bench.summary import sample_std, to_error
-from ._spec import Spec
-from ._store import RecordStore
+from ..._registry import Registry
+from ...bench.summary import sample_std, to_error
+from .._spec import Spec
+from .._store import RecordStore
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
@@ -97,6 +97,20 @@ class ReportContext:
         for k in self._fits:
             self._fits[k].sort(key=lambda e: e["seed"])
         self.figure_files: list[str] = []
+        self.notes: list[str] = []  # numbered notes of this page, in the order first referred to
+
+    def note(self, text: str) -> int:
+        """The number of note ``text`` on this page (added at the end if new)."""
+        if text not in self.notes:
+            self.notes.append(text)
+        return self.notes.index(text) + 1
+
+    def note_refs(self, texts: Iterable[str]) -> str:
+        """`` (notes 1, 2)`` for ``texts`` (each numbered by ``note``); empty for none."""
+        nums = [self.note(t) for t in texts if t]
+        if not nums:
+            return ""
+        return f" (note{'s' if len(nums) > 1 else ''} {', '.join(map(str, nums))})"
 
     # -- lookups ---------------------------------------------------------------------------------
     def fits(self, bench: str, label: str | None = None) -> list[dict[str, Any]]:
@@ -155,7 +169,7 @@ class ReportContext:
     def other_spec(self, name: str) -> "ReportContext | None":
         """The context of another spec's records in the same records folder (e.g. the rsgn
         report quoting the speed spec's scaling measurement); None if it has no records."""
-        from ._spec import get_spec
+        from .._spec import get_spec
 
         if self.records_dir is None or not (self.records_dir / f"{name}.jsonl").exists():
             return None
@@ -165,7 +179,7 @@ class ReportContext:
     def configs(self, stem: str, follow: bool = True) -> dict[str, Any]:
         """The configs file ``stem`` this report's runs start from (``OUT/configs/SCALE`` when a
         tune wrote one there, else the package's); ``follow`` resolves ``same_as``."""
-        from ..tasks import _configs
+        from ...tasks import _configs
 
         if self.configs_dir is not None and _configs.path(stem, self.configs_dir).exists():
             return _configs.load(stem, self.configs_dir, follow=follow)
@@ -339,18 +353,144 @@ class ResultsTable(Section):
         return lines
 
 
+#: the words a verdict may take (``Verdict.word``); True / False / None map to the first three
+VERDICT_WORDS = ("holds", "does not hold", "not measured", "holds narrowly", "holds only through the structure",
+                 "holds, and the mechanism is needed", "not resolvable at this size", "undecided")
+
+
+@dataclass(frozen=True)
+class Point:
+    """One ratio a claim rests on, for the scorecard figure: ``label``'s error / ``against``'s
+    on ``bench`` / ``split``, the ratio of the means and the per-seed ratios (each seed's error
+    over the comparison's mean error)."""
+
+    bench: str
+    split: str
+    label: str
+    against: str
+    ratio: float
+    per_seed: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim's check returns.
+
+    Attributes:
+        verdict: True (holds), False (does not hold), None (not measured), or one of
+            ``VERDICT_WORDS``.
+        evidence: the numbers behind it, one short sentence (a claim line is at most two lines).
+        effect: the effect with its interval, e.g. ``"0.255x [0.24, 0.27]"``.
+        against: what it was compared with (e.g. ``"mlp, the best baseline"``).
+        seeds: the seeds behind it (e.g. ``"0,1,2"``).
+        notes: caveats, rendered as numbered notes under the report (``Notes``) and linked.
+        points: the ratios it rests on, drawn by the scorecard figure.
+        reading: the model the claim is about where that is one model (the "when to use what" table).
+    """
+
+    verdict: bool | None | str
+    evidence: str = ""
+    effect: str = ""
+    against: str = ""
+    seeds: str = ""
+    notes: tuple[str, ...] = ()
+    points: tuple[Point, ...] = ()
+    reading: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.verdict, str) and self.verdict not in VERDICT_WORDS:
+            raise ValueError(f"verdict: expected True, False, None or one of {list(VERDICT_WORDS)}, "
+                             f"got {self.verdict!r}")
+        object.__setattr__(self, "notes", tuple(n for n in self.notes if n))
+        object.__setattr__(self, "points", tuple(self.points))
+
+    @property
+    def word(self) -> str:
+        if isinstance(self.verdict, str):
+            return self.verdict
+        return {True: "holds", False: "does not hold", None: "not measured"}[self.verdict]
+
+    @property
+    def holds(self) -> bool | None:
+        """True for every "holds ..." word, False for "does not hold", None otherwise."""
+        w = self.word
+        return None if w in ("not measured", "not resolvable at this size", "undecided") else w.startswith("holds")
+
+
+def as_verdict(result: Verdict | tuple[bool | None, str]) -> Verdict:
+    """A check's result as a ``Verdict`` (a plain ``(verdict, evidence)`` pair is accepted)."""
+    if isinstance(result, Verdict):
+        return result
+    verdict, evidence = result
+    return Verdict(verdict, evidence)
+
+
 @dataclass(frozen=True)
 class Claim(Section):
-    """A statement and its verdict from the records: ``check(ctx) -> (verdict, evidence)``
-    with ``verdict`` True (holds), False (does not hold) or None (not measured)."""
+    """A statement and its verdict from the records: ``check(ctx)`` returns a ``Verdict`` (or a
+    plain ``(verdict, evidence)`` pair). Rendered alone it is one claim line; inside ``Verdicts``
+    it is one row of the report's verdict table. ``key`` names it in the scorecard (default: the
+    statement); ``group`` is the scorecard's grouping (e.g. "VN ID parity")."""
 
     statement: str
-    check: Callable[[ReportContext], tuple[bool | None, str]]
+    check: Callable[[ReportContext], Verdict | tuple[bool | None, str]]
+    key: str = ""
+    group: str = ""
+
+    def verdict(self, ctx: ReportContext) -> Verdict:
+        return as_verdict(self.check(ctx))
 
     def render(self, ctx: ReportContext) -> list[str]:
-        verdict, evidence = self.check(ctx)
-        word = {True: "holds", False: "does not hold", None: "not measured"}[verdict]
-        return [f"- **{self.statement}**: {word}. {evidence}".rstrip(), ""]
+        v = self.verdict(ctx)
+        refs = ctx.note_refs(v.notes)
+        return [f"- **{self.statement}**: {v.word}. {v.evidence}{refs}".rstrip(), ""]
+
+
+def table_cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell (pipes escaped, one line)."""
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+@dataclass(frozen=True)
+class Verdicts(Section):
+    """The report's verdict table: one row per claim (statement, verdict, effect with its
+    interval, what it was compared with, seeds, the numbers), caveats as numbered notes. A
+    report opens with it; ``reports/README.md`` (the scorecard) gathers every spec's."""
+
+    claims: tuple[Claim, ...]
+    title: str = "Verdicts"
+    note: str = ""
+    level: int = 2
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        lines = [f"{'#' * self.level} {self.title}", ""]
+        if self.note:
+            lines += [self.note, ""]
+        lines += ["| claim | verdict | effect [95 % CI] | against | seeds | evidence |", "|---|---|---|---|---|---|"]
+        for c in self.claims:
+            v = c.verdict(ctx)
+            lines.append("| " + " | ".join(table_cell(t) for t in (
+                c.statement, f"**{v.word}**", v.effect or "—", v.against or "—", v.seeds or "—",
+                (v.evidence + ctx.note_refs(v.notes)).strip() or "—")) + " |")
+        return lines + [""]
+
+    def verdicts(self, ctx: ReportContext) -> list[tuple[Claim, Verdict]]:
+        return [(c, c.verdict(ctx)) for c in self.claims]
+
+
+@dataclass(frozen=True)
+class Notes(Section):
+    """The numbered notes that claims and tables referred to (in the order first referred to)."""
+
+    title: str = "Notes"
+    level: int = 2
+
+    def render(self, ctx: ReportContext) -> list[str]:
+        if not ctx.notes:
+            return []
+        lines = [f"{'#' * self.level} {self.title}", ""]
+        lines += [f"{i}. {text}" for i, text in enumerate(ctx.notes, 1)]
+        return lines + [""]
 
 
 def _point_text(config: dict[str, Any], keys: list[str] | None = None) -> str:
@@ -480,22 +620,58 @@ def _has_data(ctx: ReportContext, fig: Figure) -> bool:
     return True
 
 
+def report_pages(spec: Spec, scale: str = "quick") -> list[str]:
+    """File names of ``spec``'s report pages at ``scale``: the main page, then ``spec.pages``."""
+    suffix = "" if scale == "quick" else f"_{scale}"
+    return [f"{spec.name}{suffix}.md", *(f"{spec.name}_{page}{suffix}.md" for page in spec.pages)]
+
+
 def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str = "quick",
                  figures: bool = True, records_name: str | None = None, configs_dir: Path | None = None) -> Path:
     """Render ``spec`` from ``store`` into ``out/NAME.md`` (``NAME_<scale>.md`` off the quick
-    scale) plus its figures; returns the markdown path. Deterministic in the records."""
+    scale), its further pages (``report_pages``) and its figures; returns the main page's path.
+    Deterministic in the records."""
     out = Path(out)
     ctx = ReportContext(spec, scale, store.entries(), out, figures, records_name or store.path.name, configs_dir,
                         store.path.parent)
+    names = report_pages(spec, scale)
+    scale_arg = "" if scale == "quick" else f" --scale {scale}"
+    comment = (f"<!-- written by `hebbnets report {spec.name}{scale_arg}` from {ctx.store_path}; edit the spec "
+               f"(hebbnets/experiments/specs), not this file -->")
+    others = [f"[{name[:-3]}]({name})" for name in names[1:]]
+    lines = [f"# {spec.title}", "", comment, ""]
+    if others:
+        lines += ["More of this report: " + ", ".join(others) + ".", ""]
+    for section in spec.sections:
+        lines += section.render(ctx)
+    lines += _provenance(spec, ctx, scale_arg)
+    paths = [write_page(out / names[0], lines)]
+    for (page, sections), name in zip(spec.pages.items(), names[1:]):
+        ctx.notes = []  # notes are numbered per page
+        lines = [f"# {spec.title}: {page}", "", comment, "", f"Part of [{names[0][:-3]}]({names[0]}).", ""]
+        for section in sections:
+            lines += section.render(ctx)
+        paths.append(write_page(out / name, lines))
+    return paths[0]
+
+
+def write_page(path: Path, lines: list[str]) -> Path:
+    while lines and not lines[-1]:
+        lines.pop()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _provenance(spec: Spec, ctx: ReportContext, scale_arg: str) -> list[str]:
+    """How the numbers were made (the spec's intro), the records behind them and their compute."""
+    scale = ctx.scale
     fits = [e for e in ctx.entries if any(s.get("spec") == spec.name and s.get("scale") == scale
                                           for s in e.get("slots", []))]
     dirty = sum(1 for e in fits if e.get("dirty"))
     imported = sum(1 for e in fits if e.get("imported_from"))
     commits = sorted({str(e.get("commit"))[:7] for e in fits if e.get("commit")})
-    scale_arg = "" if scale == "quick" else f" --scale {scale}"
-    lines = [f"# {spec.title}", "",
-             f"<!-- written by `hebbnets report {spec.name}{scale_arg}` from {ctx.store_path}; edit the spec "
-             f"(hebbnets/experiments/specs), not this file -->", ""]
+    lines = ["## How these numbers were made", ""]
     if spec.intro:
         lines += [spec.intro.strip(), ""]
     tuning = sum(1 for e in fits if any(s.get("stage") == "tune" for s in e.get("slots", [])))
@@ -516,11 +692,4 @@ def build_report(spec: Spec, store: RecordStore, out: str | Path, *, scale: str 
         lines += [f"Compute behind these records: {sum(known) / 3600:.1f} h of fit and measurement time over "
                   f"{len(known)} entries (as recorded by each)"
                   + (f"; {untimed} entries recorded no time" if untimed else "") + ".", ""]
-    for section in spec.sections:
-        lines += section.render(ctx)
-    while lines and not lines[-1]:
-        lines.pop()
-    path = out / (f"{spec.name}.md" if scale == "quick" else f"{spec.name}_{scale}.md")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
-    return path
+    return lines

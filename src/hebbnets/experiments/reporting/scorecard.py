@@ -1,0 +1,142 @@
+"""The one-page scorecard, ``reports/README.md``: every claim the project checks, with its verdict,
+effect and interval, what it was compared with, the seeds and a link to the report; a "when to
+use what" table from the same verdicts; one figure of every ratio a VN claim rests on.
+
+Built from the project specs' ``Verdicts`` sections and their records alone, so it can never
+say something the reports do not (``hebbnets report all`` and ``hebbnets report scorecard``).
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from .._spec import Spec
+from .._store import RecordStore
+from .sections import Claim, Point, ReportContext, Verdict, Verdicts, report_pages, table_cell, write_page
+
+#: what each model is, in the words of the "when to use what" table (data; one line each)
+MODEL_ROLES = {
+    "vn": "plain Vector Network (vector reading, FISTA codes + Atomic-Hebb)",
+    "vn_matrix": "matrix reading: the composed operator `U G S^T` over shared row and column factors",
+    "vn_pairs": "pair atoms `u_a v_b^T` decoded from two factor codes",
+    "vn_applied": "applied reading: a context-selected linear map applied to a content input",
+    "vn_applied_set": "applied reading over a set of bodies (nbody)",
+    "AmortisedVN": "a LISTA encoder trained to replace FISTA at prediction time",
+    "rsgn": "sparse RSGN (kNN graph in the Poincaré ball, thresholded ignition and propagation)",
+    "rsgn_parity": "the RSGN author's dense notebook model",
+}
+
+#: scorecard figure: the paper's bands (ID parity within 1.25x, OOD about 10x lower: at most 0.2x)
+BANDS = {"ID parity (1.25x)": 1.25, "OOD 10x lower (0.2x)": 0.2}
+
+
+def _anchor(title: str) -> str:
+    """GitHub's anchor of a heading: lower case, spaces to '-', punctuation dropped."""
+    keep = "".join(ch for ch in title.lower() if ch.isalnum() or ch in " -_")
+    return keep.replace(" ", "-")
+
+
+def collect(specs: tuple[Spec, ...], records_dir: Path, configs_dir: Path | None = None,
+            scale: str = "quick") -> list[tuple[Spec, Verdicts, Claim, Verdict]]:
+    """Every claim of every ``Verdicts`` section of ``specs`` with its verdict, from the records."""
+    out = []
+    for spec in specs:
+        path = Path(records_dir) / f"{spec.name}.jsonl"
+        entries = RecordStore(path).entries() if path.exists() else []
+        ctx = ReportContext(spec, scale, entries, Path(records_dir), False, f"records/{spec.name}.jsonl",
+                            configs_dir, Path(records_dir))
+        for section in spec.sections:
+            if isinstance(section, Verdicts):
+                out += [(spec, section, c, v) for c, v in section.verdicts(ctx)]
+    return out
+
+
+def _when_to_use(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
+    by: dict[str, tuple[list[str], list[str], list[str]]] = {}
+    for spec, _, claim, v in rows:
+        if not v.reading:
+            continue
+        holds, fails, open_ = by.setdefault(v.reading, ([], [], []))
+        name = claim.key or claim.statement
+        (holds if v.holds else fails if v.holds is False else open_).append(name)
+    if not by:
+        return []
+    lines = ["## When to use what", "",
+             "From the verdicts above: where a model carries a claim, and where it does not.", "",
+             "| model | what it is | its claims hold on | do not hold on | undecided |", "|---|---|---|---|---|"]
+    for reading, (holds, fails, open_) in by.items():
+        lines.append("| " + " | ".join(table_cell(t) for t in (
+            f"`{reading}`", MODEL_ROLES.get(reading, ""), "; ".join(holds) or "none",
+            "; ".join(fails) or "none", "; ".join(open_) or "—")) + " |")
+    return lines + [""]
+
+
+def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str | Path, *, figures: bool = True,
+                    configs_dir: Path | None = None) -> Path:
+    """Write ``out/README.md`` (and ``out/scorecard.png`` with ``figures``) from the records of
+    ``specs``; returns the page's path. Deterministic in the records."""
+    out = Path(out)
+    rows = collect(specs, Path(records_dir), configs_dir)
+    lines = ["# Scorecard: what the measurements support", "",
+             "<!-- written by `hebbnets report scorecard` (and `hebbnets report all`) from records/*.jsonl; edit the "
+             "specs (hebbnets/experiments/specs), not this file -->", "",
+             "Every claim the project checks, one line each, generated from the committed records. Effect: the ratio "
+             "of mean errors (test splits, mean over seeds); in brackets the 95 % interval of the geometric-mean "
+             "ratio (Welch's t on log errors over seeds) and its p-value. Details, caveats and the numbers behind "
+             "each line: the linked report.", ""]
+    lines += ["| report | claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|---|"]
+    for spec, section, claim, v in rows:
+        page = report_pages(spec)[0]
+        link = f"[{spec.name}]({page}#{_anchor(section.title)})"
+        lines.append("| " + " | ".join(table_cell(t) for t in (
+            link, claim.key or claim.statement, f"**{v.word}**", v.effect or "—", v.against or "—",
+            v.seeds or "—")) + " |")
+    lines.append("")
+    points = [p for _, _, _, v in rows for p in v.points]
+    if figures and points:
+        _figure(points, out / "scorecard.png")
+    if points:
+        lines += ["![error / best baseline per bench and split](scorecard.png)", "",
+                  "*Error / the best baseline's error of every VN reading a claim rests on, per bench and split "
+                  "(bars: the ratio of the means; dots: each seed's error over the baseline's mean), with the paper's "
+                  "bands: ID parity within 1.25x, OOD about 10x lower (at most 0.2x).*", ""]
+    lines += _when_to_use(rows)
+    return write_page(out / "README.md", lines)
+
+
+def _figure(points: list[Point], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = list(dict.fromkeys((p.bench, p.split) for p in points))
+    labels = list(dict.fromkeys(p.label for p in points))
+    width = 0.8 / max(1, len(labels))
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(keys) + 2.5), 4.8))
+    colours = plt.get_cmap("tab10")
+    for j, label in enumerate(labels):
+        for i, key in enumerate(keys):
+            p = next((q for q in points if (q.bench, q.split) == key and q.label == label), None)
+            if p is None or not math.isfinite(p.ratio) or p.ratio <= 0:
+                continue
+            x = i - 0.4 + width * (j + 0.5)
+            ax.bar(x, p.ratio, width * 0.9, color=colours(j % 10), alpha=0.55,
+                   label=label if i == next(k for k, kk in enumerate(keys) if any(
+                       (q.bench, q.split) == kk and q.label == label for q in points)) else None)
+            seeds = [s for s in p.per_seed if s > 0 and math.isfinite(s)]
+            ax.scatter([x] * len(seeds), seeds, s=10, color="black", zorder=3)
+    for name, y in BANDS.items():
+        ax.axhline(y, color="grey", ls="--", lw=1)
+        ax.text(len(keys) - 0.45, y, name, va="bottom", ha="right", fontsize=7, color="grey")
+    ax.axhline(1.0, color="black", lw=0.6)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"{b}\n{s}" for b, s in keys], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("error / best baseline's error")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    plt.close(fig)
+

@@ -1,0 +1,138 @@
+"""The summary-first report layout: verdict tables, numbered notes, further pages, the
+statistics a claim's ratio carries, the scorecard, and the validation-curves figure."""
+import math
+import subprocess
+import sys
+
+import pytest
+from scipy import stats
+
+from hebbnets.experiments import Bench, RecordStore, Spec, Text, build_report
+from hebbnets.experiments.reporting import (Claim, Figure, Notes, Point, ReportContext, Verdict, Verdicts, report_pages,
+                                            table_cell)
+from hebbnets.experiments.reporting.queries import log_ratio_interval, mean_std, ratio_effect, table
+from hebbnets.experiments.reporting.scorecard import build_scorecard, collect
+
+BENCH = Bench("b", "toy_atoms", ("vn", "mlp"))
+
+
+def _fit(label, seed, id_, ood, history=None, epochs=10):
+    stats_ = {"num_parameters": 10, **({"history": history} if history else {})}
+    return {"key": f"{label}{seed}", "kind": "fit", "model": label, "seed": seed, "config": {"epochs": epochs},
+            "task": "toy_atoms", "slots": [{"spec": "s", "bench": "b", "label": label, "scale": "quick", "seed": seed}],
+            "rows": [{"split": "id", "metric": "mse", "value": id_}, {"split": "ood", "metric": "mse", "value": ood}],
+            "stats": stats_, "commit": "abcdef0123", "dirty": False}
+
+
+ENTRIES = [_fit("vn", 0, 1.0, 0.10, {"epochs_run": 10, "best_val_epoch": 9}),
+           _fit("vn", 1, 1.1, 0.12, {"epochs_run": 6, "best_val_epoch": 2}),
+           _fit("vn", 2, 0.9, 0.11, {"epochs_run": 7, "best_val_epoch": 3}),
+           _fit("mlp", 0, 1.0, 1.0, {"epochs_run": 5, "best_val_epoch": 1, "val": [3.0, 2.0, 2.5, 2.6, 2.7]}),
+           _fit("mlp", 1, 1.2, 1.3), _fit("mlp", 2, 0.8, 0.9)]
+
+
+def _ood_claim(ctx):
+    vn, mlp = ctx.cell("b", "vn", "ood"), ctx.cell("b", "mlp", "ood")
+    effect, point, r = ratio_effect(vn, mlp)
+    return Verdict(r <= 0.2, f"vn/mlp OOD {r:.3g}x.", effect=effect, against="mlp", seeds="0,1,2",
+                   notes=("a caveat | with a pipe", "a second caveat"), points=(point,), reading="vn")
+
+
+def _id_claim(ctx):
+    return Verdict("holds narrowly", "id parity.", notes=("a caveat | with a pipe",), reading="vn")
+
+
+CLAIMS = (Claim("vn OOD 10x lower", _ood_claim, key="b: OOD"), Claim("vn ID parity", _id_claim))
+SPEC = Spec("s", "Test report", benches=(BENCH,), intro="How it was made.",
+            sections=(Verdicts(CLAIMS), Text("## Tables"), Notes()),
+            pages={"configs": (Text("## Configs"), Verdicts(CLAIMS[1:], title="Again"), Notes())})
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = RecordStore(tmp_path / "records" / "s.jsonl")
+    s.put_many(ENTRIES)
+    return s
+
+
+def test_log_ratio_interval_is_welch_on_log_errors():
+    a, b = [0.10, 0.12, 0.11], [1.0, 1.3, 0.9]
+    lo, hi, p = log_ratio_interval(a, b)
+    la, lb = [math.log(v) for v in a], [math.log(v) for v in b]
+    assert p == pytest.approx(stats.ttest_ind(la, lb, equal_var=False).pvalue, rel=1e-9)
+    gm = math.exp(sum(la) / 3 - sum(lb) / 3)
+    assert lo < gm < hi and hi / gm == pytest.approx(gm / lo)  # symmetric on the log scale
+    wider = log_ratio_interval(a, b, level=0.99)
+    assert wider[0] < lo and wider[1] > hi
+    assert all(math.isnan(v) for v in log_ratio_interval([0.1], b))  # one seed: no interval
+
+
+def test_verdict_words_and_holds():
+    assert Verdict(True).word == "holds" and Verdict(False).holds is False and Verdict(None).holds is None
+    assert Verdict("holds narrowly").holds is True and Verdict("undecided").holds is None
+    with pytest.raises(ValueError, match="verdict"):
+        Verdict("sort of")
+    assert Claim("x", lambda ctx: (True, "e")).verdict(None).word == "holds"  # a plain pair still works
+
+
+def test_verdict_table_first_notes_numbered_once_and_pages_apart(store, tmp_path):
+    main = build_report(SPEC, store, tmp_path / "out").read_text()
+    lines = main.splitlines()
+    assert lines[0] == "# Test report" and "## Verdicts" in main
+    assert main.index("## Verdicts") < main.index("## Tables") < main.index("## Notes") < main.index(
+        "## How these numbers were made") < main.index("How it was made.")
+    row = next(line for line in lines if line.startswith("| vn OOD 10x lower"))
+    assert "**holds**" in row and "(notes 1, 2)" in row and "| mlp | 0,1,2 |" in row
+    assert "[" in row.split("|")[3]  # the effect carries its interval
+    assert "(note 1)" in next(line for line in lines if line.startswith("| vn ID parity"))  # the same note, same number
+    assert "1. a caveat \\| with a pipe" not in main and "1. a caveat | with a pipe" in main
+    assert "2. a second caveat" in main and "3." not in main.split("## Notes")[1].split("##")[0]
+    assert report_pages(SPEC) == ["s.md", "s_configs.md"] and "[s_configs](s_configs.md)" in main
+    page = (tmp_path / "out" / "s_configs.md").read_text()
+    assert page.startswith("# Test report: configs") and "## Again" in page
+    assert "1. a caveat | with a pipe" in page and "a second caveat" not in page  # numbered per page
+    again = build_report(SPEC, store, tmp_path / "again").read_text()
+    assert again == main and (tmp_path / "again" / "s_configs.md").read_text() == page
+
+
+def test_a_claim_line_is_one_table_row_even_with_pipes_and_newlines():
+    assert table_cell("a | b\nc") == "a \\| b c"
+    assert table(["x", "y"], [["1", "2"]]) == ["| x | y |", "|---|---|", "| 1 | 2 |", ""]
+    assert mean_std([1.0, 3.0]) == "2 ± 1.41" and mean_std([]) == "—" and mean_std([0.5]) == "0.5"
+
+
+def test_scorecard_gathers_every_claim_with_links_and_when_to_use(store, tmp_path):
+    rows = collect((SPEC,), store.path.parent)
+    assert [(c.key or c.statement, v.word) for _, _, c, v in rows] == [("b: OOD", "holds"),
+                                                                       ("vn ID parity", "holds narrowly")]
+    path = build_scorecard((SPEC,), store.path.parent, tmp_path / "reports")
+    text = path.read_text()
+    assert path.name == "README.md" and "[s](s.md#verdicts)" in text
+    assert "| [s](s.md#verdicts) | b: OOD | **holds** |" in text
+    assert "## When to use what" in text and "| `vn` |" in text
+    assert (tmp_path / "reports" / "scorecard.png").read_bytes()[:4] == b"\x89PNG"
+    assert build_scorecard((SPEC,), store.path.parent, tmp_path / "nofig", figures=False).read_text() == text
+
+
+def test_ratio_effect_points_carry_per_seed_ratios(store, tmp_path):
+    ctx = ReportContext(SPEC, "quick", store.entries(), tmp_path, False)
+    effect, point, r = ratio_effect(ctx.cell("b", "vn", "ood"), ctx.cell("b", "mlp", "ood"))
+    assert r == pytest.approx(0.11 / (3.2 / 3)) and effect.startswith(f"{r:.3g}x [")
+    assert isinstance(point, Point) and point.label == "vn" and point.against == "mlp"
+    assert point.per_seed == pytest.approx(tuple(v / (3.2 / 3) for v in (0.10, 0.12, 0.11)))
+
+
+def test_validation_curves_mark_cap_hits_or_say_there_is_nothing(store, tmp_path):
+    spec = Spec("s", "t", benches=(BENCH,), sections=(Figure("validation_curves", "vc", "curves", {"benches": ("b",)}),))
+    text = build_report(spec, store, tmp_path).read_text()
+    assert (tmp_path / "s_vc.png").read_bytes()[:4] == b"\x89PNG" and "](s_vc.png)" in text
+    empty = RecordStore(tmp_path / "empty.jsonl")
+    empty.put_many([_fit("vn", 0, 1.0, 1.0)])  # no history: nothing to draw
+    assert "*curves*: no records to draw yet." in build_report(spec, empty, tmp_path / "e").read_text()
+
+
+def test_import_hebbnets_does_not_import_the_report_specs():
+    code = ("import sys, hebbnets; assert 'hebbnets.experiments.specs' not in sys.modules, 'specs imported'; "
+            "from hebbnets.experiments import get_spec; get_spec('toy'); "
+            "assert 'hebbnets.experiments.specs' in sys.modules")
+    subprocess.run([sys.executable, "-c", code], check=True)
