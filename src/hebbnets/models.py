@@ -1,8 +1,10 @@
 """The model registry: ``make``, ``names``, ``load`` and the ``register`` decorator."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Callable
 
@@ -10,6 +12,11 @@ from ._model import CONFIG_FILE, Model, build_from_checkpoint, config_from_dict
 from ._validation import check_choice
 
 _REGISTRY: dict[str, type[Model]] = {}
+
+
+class UntunedConfigWarning(UserWarning):
+    """``make(name, task=task)`` for a task that has no validation-chosen configuration for
+    ``name``: the model runs untuned (a common slip: a task mode without a configs file)."""
 
 
 def register(name: str) -> Callable[[type[Model]], type[Model]]:
@@ -49,7 +56,12 @@ def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
     cls = get(name)
     values: dict[str, Any] = {}
     if task is not None:
-        values.update(getattr(task, "model_configs", {}).get(name, {}))
+        chosen = getattr(task, "model_configs", {})
+        if name not in chosen and dataclasses.fields(cls.Config):
+            warnings.warn(f"task {getattr(task, 'name', '?')!r} has no configuration chosen on validation data for "
+                          f"model {name!r}: it runs with the model's defaults (and your overrides), untuned",
+                          UntunedConfigWarning, stacklevel=2)
+        values.update(chosen.get(name, {}))
     values.update(config)
     return cls(config_from_dict(cls, values, name), seed=seed)
 
@@ -75,4 +87,4 @@ def load(path: str | os.PathLike, device: Any = None) -> Model:
     return build_from_checkpoint(get(meta["model"]), path, meta, device=device)
 
 
-__all__ = ["Model", "get", "load", "make", "names", "register"]
+__all__ = ["Model", "UntunedConfigWarning", "get", "load", "make", "names", "register"]
