@@ -175,6 +175,9 @@ CASES = {  # model -> (tiny config, split maker)
     "system_ridge": (dict(), _bodies),
     "zeros": (dict(), _seq),  # model-free references (hebbnets.experiments.references)
     "gap_interp": (dict(), _masked),
+    "pca": (dict(n_components=3), _img),  # simple code baselines (hebbnets.baselines.linear_codes)
+    "dict_learning": (dict(n_components=3, n_iter=2, batch_size=16), _img),
+    "svd_image": (dict(rank=1), _img),
 }
 
 
@@ -207,7 +210,8 @@ class _StartState(hn.training.Callback):
 
 LOCAL_RULES = {"vn": ("rho_s", "rho_u"), "vn_matrix": ("rho_u", "rho_s"), "vn_pairs": ("rho_in", "rho_out"),
                "vn_applied": ("rho_u", "rho_s", "rho_c")}
-CLOSED_FORM = {"centroid", "lda", "window_linear", "system_ridge", "zeros", "gap_interp"}
+CLOSED_FORM = {"centroid", "lda", "window_linear", "system_ridge", "zeros", "gap_interp", "pca", "dict_learning",
+               "svd_image"}
 
 
 @pytest.mark.parametrize("name", sorted(set(CASES) - set(LOCAL_RULES) - CLOSED_FORM))

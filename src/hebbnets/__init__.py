@@ -5,8 +5,7 @@
     model = hn.models.make("vn", seed=0, task=task).fit(task.train)
     print(model.score(task.tests["ood"]))
 """
-__version__ = "0.1.0"
-
+from ._version import __version__
 from ._split import Split
 from ._model import DataSpec, Model
 from . import metrics, models, training

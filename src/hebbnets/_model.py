@@ -2,7 +2,8 @@
 
 A subclass supplies a ``Config`` dataclass and three hooks:
 
-* ``_build(spec)``: create parameters once the data shapes are known (every ``fit``);
+* ``_build(spec)``: create parameters once the data shapes are known (every ``fit``, and
+  ``build(spec)`` alone);
 * ``_fit(split)``: train from the current state (the split is validated and matches ``spec``);
 * ``_predict(x, x_mask)``: return predictions shaped ``(N, *spec.y_shape)`` (class labels
   ``(N,)`` for classification);
@@ -32,6 +33,7 @@ from torch import nn
 
 from ._split import Split
 from ._validation import as_tensor, check_float, check_mask
+from ._version import __version__
 from .metrics import default_metric, get_metric
 
 CONFIG_FILE = "config.json"
@@ -115,14 +117,33 @@ class Model(nn.Module):
         self._built_names: tuple[str, ...] = ()
         self.spec = None
 
-    def _build_recorded(self, spec: DataSpec) -> None:
-        """``_build(spec)``, remembering the names it registered (for ``_reset``)."""
+    # -- public API --------------------------------------------------------------------------
+    def build(self, spec: DataSpec) -> "Model":
+        """Create the parameters for data of per-sample shapes ``spec``, untrained; returns ``self``.
+
+        For what needs a model's parameters without a fit: checking that it takes a task's
+        shapes before a plan runs, timing its steps, or setting its weights by hand (e.g.
+        ``LISTA.from_dictionary``). Whatever was built before is dropped first. The initial
+        weights come from torch's global generator, as ``torch.nn`` layers' do (seed or fork it
+        for reproducible ones); ``fit`` always builds again under ``seed``.
+        """
+        if not isinstance(spec, DataSpec):
+            raise ValueError(f"spec: expected a hebbnets DataSpec, got {type(spec).__name__}")
+        self._reset()
+        self.spec = spec
         before = set(self._parameters) | set(self._buffers) | set(self._modules)
         self._build(spec)
         after = set(self._parameters) | set(self._buffers) | set(self._modules)
-        self._built_names = tuple(sorted(after - before))
+        self._built_names = tuple(sorted(after - before))  # what _reset drops
+        return self
 
-    # -- public API --------------------------------------------------------------------------
+    def require_built(self) -> DataSpec:
+        """The ``DataSpec`` the model was built for; ``ValueError`` naming ``model`` when it was
+        never fitted (or built), so a caller fails before touching absent parameters."""
+        if self.spec is None:
+            raise ValueError(f"model: {self.name or type(self).__name__} is not fitted yet; call fit(split) first")
+        return self.spec
+
     def fit(self, split: Split) -> "Model":
         """Train on ``split`` from scratch; returns ``self``.
 
@@ -135,9 +156,7 @@ class Model(nn.Module):
         # fork_rng: a seeded model is reproducible without touching the caller's global RNG
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self.seed)
-            self._reset()
-            self.spec = DataSpec.from_split(split)
-            self._build_recorded(self.spec)
+            self.build(DataSpec.from_split(split))
             self._fit(split)
         return self
 
@@ -164,7 +183,7 @@ class Model(nn.Module):
     @torch.no_grad()
     def predict(self, x: Any, x_mask: Any = None) -> torch.Tensor:
         """Predict targets for inputs ``x`` ``(N, *x_shape)``; returns ``(N, *y_shape)``."""
-        spec = self._require_built()
+        spec = self.require_built()
         x = check_float(as_tensor(x, "x"), "x", min_ndim=2)
         if tuple(x.shape[1:]) != spec.x_shape:
             raise ValueError(f"x: per-sample shape {tuple(x.shape[1:])} does not match the trained {spec.x_shape}")
@@ -189,18 +208,16 @@ class Model(nn.Module):
     @property
     def num_parameters(self) -> int:
         """Number of learned scalars (trained by gradients or by local rules alike)."""
-        self._require_built()
+        self.require_built()
         return sum(p.numel() for p in self.parameters())
 
     def save(self, path: str | os.PathLike) -> None:
         """Write ``path/config.json`` and ``path/model.safetensors`` (no pickle)."""
         from safetensors.torch import save_file
 
-        spec = self._require_built()
+        spec = self.require_built()
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
-        from . import __version__
-
         meta = {
             "model": self.name,
             "hebbnets_version": __version__,
@@ -213,11 +230,6 @@ class Model(nn.Module):
         save_file(state, str(path / WEIGHTS_FILE))
 
     # -- helpers -----------------------------------------------------------------------------
-    def _require_built(self) -> DataSpec:
-        if self.spec is None:
-            raise ValueError(f"model: {self.name or type(self).__name__} is not fitted yet; call fit(split) first")
-        return self.spec
-
     def _check_compatible(self, split: Split) -> None:
         spec = self.spec
         assert spec is not None
@@ -246,13 +258,13 @@ def build_from_checkpoint(cls: type[Model], path: str | os.PathLike, meta: dict[
     try:
         config = config_from_dict(cls, meta["config"])
         model = cls(config, seed=int(meta["seed"]))
-        model.spec = DataSpec.from_dict(meta["spec"])
+        spec = DataSpec.from_dict(meta["spec"])
     except (ValueError, KeyError, TypeError) as exc:
         raise ValueError(f"path: {where!r} has a config.json that does not describe a {cls.name!r} model ({exc})") \
             from None
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(model.seed)
-        model._build_recorded(model.spec)
+        model.build(spec)
     weights = Path(path) / WEIGHTS_FILE
     if not weights.is_file():
         raise ValueError(f"path: no {WEIGHTS_FILE} in {where!r}")

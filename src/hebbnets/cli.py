@@ -14,7 +14,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__
+from ._version import __version__
 from .bench.cli_run import EXIT_BAD_INPUT, add_merge_parser, add_run_parser
 
 

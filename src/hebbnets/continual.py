@@ -4,7 +4,7 @@
 ``partial_fit`` for every later one) and scores every test split after each stage;
 ``forgetting(records)`` turns those records into, per stage, the error on its own test split
 right after learning it and after the last stage. Backprop models get the standard remedy by
-configuration (``ewc_lambda > 0``: ``hebbnets.baselines.ewc``).
+configuration (``ewc_lambda > 0``: ``hebbnets.training.EWC``).
 
 ``continual_job(ctx)`` is the same check as a job of the experiments runner (protocol
 ``"continual"``): scores after every stage, forgetting rows, and (option ``entanglement``) the

@@ -42,7 +42,7 @@ def _check_split(split: Any, name: str) -> Split:
 def _check_vn(model: Any) -> VectorNetwork:
     if not isinstance(model, VectorNetwork):
         raise ValueError(f"model: expected a fitted VectorNetwork, got {type(model).__name__}")
-    model._require_built()
+    model.require_built()
     return model
 
 
@@ -220,7 +220,7 @@ def _vn_overlap(model: VectorNetwork, a: Split, b: Split, threshold: float) -> d
 def loss_gradients(model: BackpropModel, split: Split) -> dict[str, torch.Tensor]:
     """Gradient of the supervised loss over all of ``split`` (eval mode) for every trainable
     parameter: ``{name: (parameter shape)}``; the model is not changed."""
-    spec = model._require_built()
+    spec = model.require_built()
     _check_split(split, "split")
     params = {n: p for n, p in model.named_parameters() if p.requires_grad}
     was_training = model.training

@@ -1,12 +1,14 @@
 """Metrics by name. Each takes ``(y_hat, split)`` and returns a Python float."""
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 
-from ._split import Split
 from ._validation import check_choice
+
+if TYPE_CHECKING:  # a Split names its metric, so _split imports this module
+    from ._split import Split
 
 
 def mse(y_hat: torch.Tensor, split: Split) -> float:

@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 import hebbnets as hn
-from hebbnets.baselines.ewc import EWC, diagonal_fisher, ewc_penalty
+from hebbnets.training import EWC, diagonal_fisher, ewc_penalty
 from hebbnets.training import BackpropModel, TrainConfig
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import hebbnets as hn
-from hebbnets.vn._body_encoder import BodyEncoder
+from hebbnets.tasks.nbody_windows import BodyEncoder
 from hebbnets.vn.applied_model import tuning_code
 
 

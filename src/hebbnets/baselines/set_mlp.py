@@ -1,6 +1,6 @@
 """``set_mlp``: the MLP counterpart of ``vn_applied_set`` (the same features, no applied weight).
 
-Same layout, content encoder (``hebbnets.vn._body_encoder.BodyEncoder``) and rows as
+Same layout, content encoder (``hebbnets.tasks.nbody_windows.BodyEncoder``) and rows as
 ``vn_applied_set``: per body and step a learned content ``z_it``; the window's rows are
 ``(z_it, change_it)``. Where the VN infers one sparse code per system and applies its effective
 weight to the last content, this model summarises the window as a conditional neural process
@@ -21,8 +21,7 @@ from .._model import DataSpec
 from .._validation import check_int
 from ..models import register
 from ..training import BackpropModel, Callback, TrainConfig
-from ..vn._body_encoder import Standardise, body_set_encoder, mlp
-from .window_extrapolators import body_mask, window_changes
+from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes
 
 
 @dataclass

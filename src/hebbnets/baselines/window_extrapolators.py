@@ -28,30 +28,7 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_positive
 from ..models import register
-
-
-def check_window_layout(spec: DataSpec, name: str) -> int:
-    """Return ``D`` for inputs ``(M, W, F)`` and targets ``(M, D)`` with ``D <= F``, ``W >= 2``."""
-    ok = (len(spec.x_shape) == 3 and len(spec.y_shape) == 2 and spec.x_shape[0] == spec.y_shape[0]
-          and spec.x_shape[1] >= 2 and spec.y_shape[1] <= spec.x_shape[2] and not spec.is_classification)
-    if not ok:
-        raise ValueError(
-            f"x: model {name!r} needs inputs (M, W >= 2, F) and targets (M, D <= F) with the same number of "
-            f"bodies M, got x {spec.x_shape} and y {spec.y_shape}"
-        )
-    return spec.y_shape[1]
-
-
-def body_mask(x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-    """``(N, M)`` 1 for bodies with any observed input entry (all bodies without a mask)."""
-    if x_mask is None:
-        return torch.ones(x.shape[:2], dtype=x.dtype)
-    return x_mask.reshape(*x.shape[:2], -1).amax(-1)
-
-
-def window_changes(x: torch.Tensor, d: int) -> torch.Tensor:
-    """``(N, M, W, F)`` -> ``(N, M, W - 1, D)`` changes of the first ``D`` features."""
-    return x[..., 1:, :d] - x[..., :-1, :d]
+from ..tasks.nbody_windows import body_mask, check_window_layout, window_changes
 
 
 @dataclass
@@ -144,4 +121,4 @@ class SystemRidge(Model):
         return (raw * self.units.double()).to(x.dtype)
 
 
-__all__ = ["SystemRidge", "WindowLinear", "body_mask", "check_window_layout", "system_ridge_changes", "window_changes"]
+__all__ = ["SystemRidge", "WindowLinear", "system_ridge_changes"]

@@ -26,7 +26,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
-from .. import __version__
+from .._version import __version__
 from .. import models as _models
 from .. import tasks as _tasks
 from .._model import DataSpec
@@ -90,8 +90,7 @@ def check_runs_on(model: Any, task: Any) -> None:
     probe = _models.make(model.name, seed=model.seed, **dataclasses.asdict(model.config))
     spec = DataSpec.from_split(task.train)
     with torch.random.fork_rng(devices=[]):
-        probe.spec = spec
-        probe._build(spec)
+        probe.build(spec)
 
 
 def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterable[int] | None = None,

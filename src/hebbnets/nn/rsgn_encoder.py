@@ -72,8 +72,7 @@ class RSGNEncoder(nn.Module):
         config = RSGNConfig(n_nodes=n_nodes, d_hidden=d_hidden, n_steps=n_steps, k=k, **options)
         self.core = RSGN(config)
         # the model builds its parameters for a data shape: tokens of in_features entries (T free)
-        self.core.spec = DataSpec((1, in_features), (out_features,))
-        self.core._build(self.core.spec)
+        self.core.build(DataSpec((1, in_features), (out_features,)))
         self.in_features, self.out_features = in_features, out_features
 
     @property

@@ -143,10 +143,9 @@ class LISTA(BackpropModel):
             raise ValueError(f"S: expected an (n, K) dictionary, got shape {tuple(S.shape)}")
         n, k = S.shape
         model = cls(cls.Config(**config), seed=seed)
-        model.spec = DataSpec((n,), (k,), None, bool(x_masked))
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            model._build_recorded(model.spec)
+            model.build(DataSpec((n,), (k,), None, bool(x_masked)))
         S = S.detach().double()
         gram = precision * S.T @ S  # (K, K)
         if lip is None:

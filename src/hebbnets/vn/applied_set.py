@@ -9,7 +9,7 @@ composed from atoms and shared by all bodies and steps of the system::
 
     change_it  ~=  W*(g) z_it = U (g ⊙ S^T z_it)          (one code g per system)
 
-``z_it = BodyEncoder(x)_it`` is a learned content encoder (``hebbnets.vn._body_encoder``). The
+``z_it = BodyEncoder(x)_it`` is a learned content encoder (``hebbnets.tasks.nbody_windows``). The
 rows of the system's energy are bodies x transitions: the ``W - 1`` changes observed in the
 window (standardised per feature by their std over the training part of the split) and, in
 training, the target row (the target standardised likewise), with padded bodies masked out::
@@ -38,10 +38,9 @@ import torch
 from .._model import DataSpec
 from .._split import Split
 from .._validation import check_choice, check_int, check_positive
-from ..baselines.window_extrapolators import body_mask, window_changes
 from ..models import register
+from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, window_changes
 from ..training import BackpropModel, Callback, TrainConfig
-from ._body_encoder import Standardise, body_set_encoder
 from .applied import NORM_POLICIES, AppliedAtomStack, AppliedInference
 
 

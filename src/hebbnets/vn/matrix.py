@@ -518,7 +518,7 @@ class MatrixVN(Model):
                 precision ``beta``; x_mask, y_mask: optional ``(B, m, n)`` 0/1 masks.
             lam: l1 weight (default: the training ``lam``).
         """
-        spec = self._require_built()
+        spec = self.require_built()
         m, n = spec.x_shape
         for name, t in (("x", x), ("y", y), ("x_mask", x_mask), ("y_mask", y_mask)):
             if t is not None:
@@ -605,7 +605,7 @@ class MatrixVN(Model):
     def codes(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Codes at prediction (input clamped alone, ``test_lam``) of images ``x`` ``(N, m, n)``
         (optional 0/1 ``x_mask``): ``(N, Ku, Ks)`` (shared) or ``(N, Ku Ks)`` (private)."""
-        spec = self._require_built()
+        spec = self.require_built()
         _check_images(x, "x", *spec.x_shape)
         return torch.cat(self._codes(x, x_mask))
 

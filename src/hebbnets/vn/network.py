@@ -574,7 +574,7 @@ class VectorNetwork(Model):
     def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Code size: non-zero first-layer code entries per sample at prediction (``test_lam``),
         ``(N,)`` long, for inputs ``x`` ``(N, *x_shape)``."""
-        self._require_built()
+        self.require_built()
         xf, mf = self._flat(x), self._flat(x_mask)
         out = []
         with self._test_lams():

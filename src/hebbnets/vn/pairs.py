@@ -350,7 +350,7 @@ class PairVN(Model):
         """Pair codes ``(B, Ka, Kb)`` for inputs ``x`` ``(B, n_a + n_b)`` (and a clamped target
         ``y`` ``(B, m, n)`` in training); ``lam``/``topk`` default to the training values. See
         ``PairAtomLayer.infer``."""
-        self._require_built()
+        self.require_built()
         cfg = self.config
         return self.layer.infer(x, y, x_mask, y_mask, lam=cfg.lam if lam is None else lam, beta=cfg.beta,
                                 nonneg=cfg.nonneg, topk=cfg.topk if topk is None else topk, max_iter=cfg.max_iter,
@@ -390,7 +390,7 @@ class PairVN(Model):
     @torch.no_grad()
     def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Code size: non-zero pair codes per sample at prediction, ``(N,)`` long."""
-        spec = self._require_built()
+        spec = self.require_built()
         _check_tensor(x, "x", spec.x_shape)
         return (self.codes(x, x_mask) != 0).flatten(1).sum(-1)
 
@@ -415,7 +415,7 @@ def pair_atom_choice(model: PairVN, x: torch.Tensor, share: float = 0.9) -> dict
     """
     if not isinstance(model, PairVN):
         raise ValueError(f"model: expected a fitted vn_pairs model, got {type(model).__name__}")
-    spec = model._require_built()
+    spec = model.require_built()
     _check_tensor(x, "x", spec.x_shape)
     if not 0.5 < share <= 1.0:
         raise ValueError(f"share: must be in (0.5, 1], got {share!r}")

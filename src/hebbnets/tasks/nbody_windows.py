@@ -1,13 +1,19 @@
-"""Per-body, per-time-step content features of a system of bodies, learned (shared by
-``vn_applied_set`` and its MLP counterpart ``set_mlp``).
+"""Helpers for models of windows of body states (the ``nbody`` layout), shared by every model
+family that reads them: the layout check, the body mask, the window's changes, and the learned
+per-body content encoder of ``vn_applied_set`` and its MLP counterpart ``set_mlp``. They live with
+the task because they encode its layout, so the VN and the baselines share them without importing
+each other.
 
-Input ``x`` ``(B, M, W, F)``: ``M`` bodies (``body`` ``(B, M)`` marks the real ones), ``W`` time
-steps, ``F`` features whose first ``position_dims`` are positions. For body ``i`` at step ``t``::
+Layout: per-sample input ``(M, W, F)``, ``M`` bodies (padded bodies have ``x_mask == 0``), ``W``
+past states of ``F`` features whose first ``D`` are the evolving state (positions first); target
+``(M, D)``, the next change of that state in the task's units.
+
+The content encoder, for body ``i`` at step ``t`` (``p`` the positions, ``q`` the other features:
+velocities, mass, charge)::
 
     z_it = phi_self(q_it) + sum_{j != i, real} phi_pair([p_jt - p_it, |p_jt - p_it|, q_it, q_jt])
 
-with ``p`` the positions and ``q`` the other features (velocities, mass, charge), then
-standardised per feature over the real bodies (running statistics at evaluation, like a
+then standardised per feature over the real bodies (running statistics at evaluation, like a
 batch norm without affine parameters, so the features cannot grow to escape an l1 penalty).
 What this builds in (hand-engineered): positions enter only as differences (translation
 invariance), interactions are summed over the other bodies (as in the interaction network
@@ -20,8 +26,32 @@ from torch import nn
 
 from .._model import DataSpec
 from .._split import Split
-from ..baselines.window_extrapolators import body_mask, check_window_layout, window_changes
 from ..training import Callback
+
+
+def check_window_layout(spec: DataSpec, name: str) -> int:
+    """Return ``D`` for inputs ``(M, W, F)`` and targets ``(M, D)`` with ``D <= F``, ``W >= 2``."""
+    ok = (len(spec.x_shape) == 3 and len(spec.y_shape) == 2 and spec.x_shape[0] == spec.y_shape[0]
+          and spec.x_shape[1] >= 2 and spec.y_shape[1] <= spec.x_shape[2] and not spec.is_classification)
+    if not ok:
+        raise ValueError(
+            f"x: model {name!r} needs inputs (M, W >= 2, F) and targets (M, D <= F) with the same number of "
+            f"bodies M, got x {spec.x_shape} and y {spec.y_shape}"
+        )
+    return spec.y_shape[1]
+
+
+def body_mask(x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+    """``(N, M)`` 1 for bodies with any observed input entry (all bodies without a mask)."""
+    if x_mask is None:
+        return torch.ones(x.shape[:2], dtype=x.dtype)
+    return x_mask.reshape(*x.shape[:2], -1).amax(-1)
+
+
+def window_changes(x: torch.Tensor, d: int) -> torch.Tensor:
+    """``(N, M, W, F)`` -> ``(N, M, W - 1, D)`` changes of the first ``D`` features."""
+    return x[..., 1:, :d] - x[..., :-1, :d]
+
 
 
 def body_set_encoder(spec: DataSpec, name: str, content: int, hidden: int, position_dims: int) -> tuple[int, "BodyEncoder"]:
@@ -55,6 +85,7 @@ class Standardise(Callback):
 
 
 def mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:
+    """Two hidden GELU layers, ``(..., d_in) -> (..., d_out)``: every learned map of the encoder and of ``set_mlp``."""
     return nn.Sequential(nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, d_out))
 
 
@@ -96,3 +127,7 @@ class BodyEncoder(nn.Module):
         else:
             mean, var = self.running_mean, self.running_var
         return (z - mean) / (var + 1e-5).sqrt() * w
+
+
+__all__ = ["BodyEncoder", "Standardise", "body_mask", "body_set_encoder", "check_window_layout", "mlp", "standardisers",
+           "window_changes"]
