@@ -19,6 +19,7 @@ from typing import Any
 
 import torch
 
+from ._image_codec import encode_images
 from ._model import Model
 from ._split import Split
 from .metrics import get_metric
@@ -224,7 +225,6 @@ def entanglement_summary(model: Any, task: Task, final: bool = True) -> dict[str
 
 def _stage_atoms(model: Any, share: dict[str, torch.Tensor], task: Task) -> dict[str, Any]:
     """The ``ATOMS_PER_STAGE`` first-layer atoms most used by each stage's test samples, as images."""
-    from .experiments import encode_images
 
     S = model.layers[0].S.detach()  # (n, K)
     shape = tuple(model.spec.x_shape)

@@ -30,7 +30,6 @@ from ._split import Split
 from .training import BackpropModel, supervised_loss
 from .vn.network import VectorNetwork
 
-_CHUNK = 1024  # samples per inference call
 
 
 def _check_split(split: Any, name: str) -> Split:
@@ -46,23 +45,12 @@ def _check_vn(model: Any) -> VectorNetwork:
     return model
 
 
-def _inferences(model: VectorNetwork, split: Split, clamp_targets: bool):
-    """``(batch size, Inference)`` over ``split`` in chunks."""
-    x, xm = model._flat(split.x), model._flat(split.x_mask)
-    y, ym = model._flat(split.y), model._flat(split.y_mask)
-    for s in range(0, len(split), _CHUNK):
-        sl = slice(s, s + _CHUNK)
-        pick = lambda t: None if t is None else t[sl]  # noqa: E731
-        inf = model.infer(x[sl], y[sl] if clamp_targets else None, pick(xm), pick(ym) if clamp_targets else None)
-        yield x[sl].shape[0], inf
-
-
 def vn_codes(model: VectorNetwork, split: Split, clamp_targets: bool = False) -> list[torch.Tensor]:
     """Per layer the inferred codes ``(N, K_l)`` of ``split``: as at prediction (input and its
     mask only) or, with ``clamp_targets``, as in training (target clamped at the top)."""
     model = _check_vn(model)
     _check_split(split, "split")
-    parts = [inf.codes for _, inf in _inferences(model, split, clamp_targets)]
+    parts = [inf.codes for _, inf in model.iter_inference(split, clamp_targets)]
     return [torch.cat([p[l] for p in parts]) for l in range(len(model.layers))]
 
 
@@ -189,7 +177,7 @@ def vn_updates(model: VectorNetwork, split: Split) -> tuple[list[dict[str, torch
     _check_split(split, "split")
     total: list[dict[str, torch.Tensor]] | None = None
     usage = [torch.zeros(layer.num_atoms, dtype=torch.float64) for layer in model.layers]
-    for n, inf in _inferences(model, split, clamp_targets=True):
+    for n, inf in model.iter_inference(split, clamp_targets=True):
         upd = copy.deepcopy(model).atomic_hebb(inf)  # a batch mean; weighted back to a sum
         upd = [{k: v.double() * n for k, v in u.items()} for u in upd]
         total = upd if total is None else [{k: t[k] + u[k] for k in t} for t, u in zip(total, upd)]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import math
 import os
 import platform
-import statistics
 import time
 from typing import Any, Callable
 
@@ -25,6 +24,7 @@ import numpy as np
 import torch
 
 from .._registry import Registry
+from .._timing import best_time, iterations_to_reach, median_time
 
 MEASUREMENTS: Registry[Callable[..., list[dict[str, Any]]]] = Registry("measurement")
 
@@ -46,27 +46,6 @@ def machine() -> dict[str, Any]:
     return {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
             "load_average_1min": load}
-
-
-def best_time(fn: Callable[[], Any], repeats: int = 3) -> float:
-    """Fastest of ``repeats`` wall-clock timings of ``fn()`` (seconds)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
-
-
-def median_time(fn: Callable[[], Any], repeats: int = 3) -> float:
-    """Median of ``repeats`` timings of ``fn()`` after one warm-up call (seconds)."""
-    fn()
-    ts = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts)
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float:
@@ -105,27 +84,6 @@ def _encode(S: torch.Tensor, x: torch.Tensor, lam: float, iters: int, monotone: 
 
     G = S.T @ S
     return fista_gram(G, x @ S, lam, largest_eigenvalue(G), max_iter=iters, tol=0.0, monotone=monotone)
-
-
-def iterations_to_reach(energy_at: Callable[[int], torch.Tensor], target: torch.Tensor, rel_tol: float = 1e-5,
-                        max_iter: int = 5000) -> int | None:
-    """Smallest iteration count (doubling, then bisection) at which every sample's energy
-    ``energy_at(iterations)`` ``(B,)`` is within ``rel_tol`` (relative) of ``target`` ``(B,)``;
-    ``None`` if ``max_iter`` does not reach it. For timing solvers at equal objective."""
-
-    def ok(it: int) -> bool:
-        return bool((energy_at(it) <= target * (1 + rel_tol)).all())
-
-    hi = 8
-    while not ok(hi):
-        hi *= 2
-        if hi > max_iter:
-            return None
-    lo = hi // 2
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (lo, mid) if ok(mid) else (mid, hi)
-    return hi
 
 
 #: inner tolerances tried for the working-set solver (the fastest that reaches the target counts)

@@ -13,13 +13,8 @@ from typing import Any
 import torch
 
 from .._split import Split
-from ..training import carve_validation
 from ..metrics import HIGHER_IS_BETTER
-from ..tasks import Task
-
-#: fixed so every model is tuned on the same train/validation partition
-VALIDATION_SEED = 1234
-
+from ..tasks import VALIDATION_SEED, Task, validation_split  # noqa: F401  (re-exported)
 
 def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Cartesian product of ``{key: [values]}`` as a list of dicts (in key order)."""
@@ -30,21 +25,6 @@ def grid_points(grid: dict[str, list[Any]]) -> list[dict[str, Any]]:
             raise ValueError(f"grid: values of {key!r} must be a non-empty list, got {values!r}")
     keys = list(grid)
     return [dict(zip(keys, combo)) for combo in itertools.product(*(grid[k] for k in keys))]
-
-
-def validation_split(task: Task, val_fraction: float = 0.2) -> tuple[Split, Split]:
-    """``(train, validation)``: ``task.train`` split at random with the fixed
-    ``VALIDATION_SEED``, so every model and every grid point sees the same partition. For a
-    continual task (``task.stages``) the first stage is split instead: a configuration chosen
-    for continual learning must not have seen any later stage."""
-    if not isinstance(task, Task):
-        raise ValueError(f"task: expected a Task, got {type(task).__name__}")
-    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
-        raise ValueError(f"val_fraction: must be in (0, 1), got {val_fraction!r}")
-    gen = torch.Generator().manual_seed(VALIDATION_SEED)
-    source = next(iter(task.stages.values())) if task.stages else task.train
-    tr_idx, va_idx = carve_validation(len(source), val_fraction, gen)
-    return source.subset(tr_idx), source.subset(va_idx)
 
 
 def tune(task: Task, model: str, grid: dict[str, list[Any]], *, seed: int = 0, val_fraction: float = 0.2,

@@ -25,7 +25,6 @@ the training split minus a validation part carved from it, score that part only)
 """
 from __future__ import annotations
 
-import base64
 import math
 import time
 from dataclasses import dataclass, field
@@ -33,6 +32,7 @@ from typing import Any, Callable
 
 import torch
 
+from .._image_codec import decode_images, encode_images
 from .._registry import Registry
 from ..metrics import get_metric
 from ._store import jsonable
@@ -201,9 +201,9 @@ def _higher_is_better() -> set[str]:
 @register_protocol("tune")
 def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
     """One validation point: fit on ``task.train`` minus a part carved from it with the fixed
-    ``hebbnets.bench.tune.VALIDATION_SEED`` (option ``val_fraction``, default 0.2), score that
+    ``hebbnets.tasks.VALIDATION_SEED`` (option ``val_fraction``, default 0.2), score that
     part with the task metric. Test splits are never touched."""
-    from ..bench.tune import validation_split
+    from ..tasks import validation_split
 
     unknown = sorted(set(ctx.options) - {"val_fraction"})
     if unknown:
@@ -330,27 +330,6 @@ def _pair_choice(ctx: FitContext) -> dict[str, Any] | None:
         c = pair_atom_choice(ctx.model, x)
         out[name] = {k: float(f"{c[k]:.4g}") for k in ("single", "two_half", "other")}
     return out
-
-
-def encode_images(images: torch.Tensor) -> dict[str, Any]:
-    """``(K, H, W)`` floats -> compact JSON: each image min-max scaled to 8 bits, base64.
-    ``decode_images`` inverts it (to 8-bit precision)."""
-    images = images.detach().float()
-    lo = images.flatten(1).min(1).values
-    hi = images.flatten(1).max(1).values
-    span = (hi - lo).clamp_min(1e-12)
-    q = ((images - lo[:, None, None]) / span[:, None, None] * 255).round().clamp(0, 255).to(torch.uint8)
-    return {"shape": list(images.shape), "lo": [float(f"{v:.4g}") for v in lo.tolist()],
-            "hi": [float(f"{v:.4g}") for v in hi.tolist()], "data": base64.b64encode(q.numpy().tobytes()).decode()}
-
-
-def decode_images(blob: dict[str, Any]) -> torch.Tensor:
-    import numpy as np
-
-    q = np.frombuffer(base64.b64decode(blob["data"]), dtype=np.uint8).reshape(blob["shape"])
-    lo = torch.tensor(blob["lo"])[:, None, None]
-    hi = torch.tensor(blob["hi"])[:, None, None]
-    return lo + torch.from_numpy(q.astype("float32")) / 255 * (hi - lo)
 
 
 @register_statistic("atoms")

@@ -161,7 +161,7 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
 
 
 def _validation_seed() -> int:
-    from ..bench.tune import VALIDATION_SEED
+    from ..tasks import VALIDATION_SEED
 
     return VALIDATION_SEED
 

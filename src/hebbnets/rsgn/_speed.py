@@ -119,8 +119,10 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
     ``config``: overrides of the model's config. ``peak_rss_gb``: the process's peak resident
     memory over this call (reset at its start on Linux; NaN elsewhere).
     """
-    import hebbnets as hn
     from .._model import DataSpec
+    from .._split import Split
+    from ..models import make
+    from ..training import make_optimizer
 
     _peak_rss_reset()
     rss0 = _peak_rss_gb()
@@ -131,13 +133,13 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
         cfg["n_nodes"] = n_nodes
     if model == "rsgn":
         cfg.setdefault("structure_every", structure_every)
-    m = hn.models.make(model, seed=seed, batch_size=batch_size, **cfg)
+    m = make(model, seed=seed, batch_size=batch_size, **cfg)
     m.spec = DataSpec((seq_len, n_features), (), n_classes)
     _, build_s = _timed(lambda: m._build(m.spec))
     g = torch.Generator().manual_seed(seed)
-    batches = [hn.Split(torch.randn(batch_size, seq_len, n_features, generator=g),
+    batches = [Split(torch.randn(batch_size, seq_len, n_features, generator=g),
                         torch.randint(0, n_classes, (batch_size,), generator=g)) for _ in range(2)]
-    opt = hn.training.make_optimizer(m.parameters(), m.config)
+    opt = make_optimizer(m.parameters(), m.config)
     hooks = m.training_callbacks()
     for cb in hooks:
         cb.on_fit_start(m, batches[0], None)

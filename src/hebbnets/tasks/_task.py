@@ -5,9 +5,12 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+import torch
+
 from .._split import Split
 from .._validation import check_choice
 from ..metrics import get_metric
+from ..training import carve_validation
 
 SCALES = ("quick", "paper")
 
@@ -76,6 +79,25 @@ class Task:
 
 
 _TASKS: dict[str, Callable[..., Task]] = {}
+
+
+#: fixed so every model is tuned on the same train/validation partition
+VALIDATION_SEED = 1234
+
+
+def validation_split(task: Task, val_fraction: float = 0.2) -> tuple[Split, Split]:
+    """``(train, validation)``: ``task.train`` split at random with the fixed
+    ``VALIDATION_SEED``, so every model and every grid point sees the same partition. For a
+    continual task (``task.stages``) the first stage is split instead: a configuration chosen
+    for continual learning must not have seen any later stage."""
+    if not isinstance(task, Task):
+        raise ValueError(f"task: expected a Task, got {type(task).__name__}")
+    if isinstance(val_fraction, bool) or not isinstance(val_fraction, (int, float)) or not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction: must be in (0, 1), got {val_fraction!r}")
+    gen = torch.Generator().manual_seed(VALIDATION_SEED)
+    source = next(iter(task.stages.values())) if task.stages else task.train
+    tr_idx, va_idx = carve_validation(len(source), val_fraction, gen)
+    return source.subset(tr_idx), source.subset(va_idx)
 
 
 def register_task(name: str) -> Callable[[Callable[..., Task]], Callable[..., Task]]:

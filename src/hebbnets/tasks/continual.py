@@ -23,7 +23,7 @@ measures in ``hebbnets.entanglement``.
   come from the first stage's training systems.
 
 Every continual task loads the configurations chosen for it (``configs/<task>[-<mode>].json``,
-tuned on validation data carved from its *first* stage only: ``hebbnets.bench.validation_split``).
+tuned on validation data carved from its *first* stage only: ``hebbnets.tasks.validation_split``).
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .._timing import best_time, iterations_to_reach
 from .fista import fista, fista_gram
 from .matrix import MatrixAtomLayer
 
@@ -59,8 +60,6 @@ def matrix_inference_speed(batch: int = 256, m: int = 28, n: int = 28, atoms_u: 
         factorised seconds, and ``*_product_seconds`` / ``product_speedup``: one Hessian product
         alone (the rest of an iteration, the MFISTA loop's element-wise work, is common to both).
     """
-    from ..bench.speed import best_time, iterations_to_reach  # bench imports the model zoo: import late
-
     layer64, images64 = _problem(batch, m, n, atoms_u, atoms_s, active, noise, seed)
     # float64 optimum of the energy 1/2 ||I - U G S^T||^2 + lam ||G||_1 (the common target)
     best = layer64.infer(images64, lam=lam, nonneg=nonneg, max_iter=20000, tol=1e-12).codes

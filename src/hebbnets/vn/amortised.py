@@ -210,9 +210,7 @@ class AmortisedVN:
             raise ValueError("vn: expected a fitted VectorNetwork")
         if not isinstance(split, Split) or len(split) == 0:
             raise ValueError("split: expected a non-empty hebbnets.Split")
-        from ..entanglement import _inferences  # the chunked inference loop
-
-        parts = [inf for _, inf in _inferences(vn, split, clamp_targets=False)]
+        parts = [inf for _, inf in vn.iter_inference(split)]
         encoders = []
         for l, layer in enumerate(vn.layers):
             inputs = torch.cat([inf.inputs[l] for inf in parts]).float()  # (N, n_l)

@@ -508,6 +508,28 @@ class VectorNetwork(Model):
         layer.U[:, dead_idx] = (r_h[worst] / scale[:, None]).T
         layer.unused_batches[dead_idx] = 0
 
+    def iter_inference(self, split: Split, clamp_targets: bool = False,
+                       chunk: int = 1024) -> Iterator[tuple[int, Inference]]:
+        """Infer the codes of ``split`` ``chunk`` samples at a time; yields ``(samples, Inference)``.
+
+        As at prediction (input and its mask only) or, with ``clamp_targets``, as in training
+        (the target clamped at the top). Chunks bound the memory of the batched solver; the
+        measures over a whole split (``hebbnets.entanglement``, the amortised encoder's
+        training data) read them in order.
+        """
+        self.require_built()
+        if not isinstance(split, Split) or len(split) == 0:
+            raise ValueError("split: expected a non-empty hebbnets.Split")
+        if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
+            raise ValueError(f"chunk: expected an int >= 1, got {chunk!r}")
+        x, xm = self._flat(split.x), self._flat(split.x_mask)
+        y, ym = self._flat(split.y), self._flat(split.y_mask)
+        for start in range(0, len(split), chunk):
+            part = slice(start, start + chunk)
+            pick = lambda t: None if t is None else t[part]  # noqa: E731
+            inf = self.infer(x[part], y[part] if clamp_targets else None, pick(xm), pick(ym) if clamp_targets else None)
+            yield x[part].shape[0], inf
+
     # -- Model API ---------------------------------------------------------------------------------
     def _flat(self, t: torch.Tensor | None) -> torch.Tensor | None:
         return None if t is None else t.reshape(t.shape[0], -1).to(self.dtype)
