@@ -1,5 +1,8 @@
 """The thin CLI: bad input is one error line and exit code 2."""
+import json
+
 import pytest
+import torch
 
 from hebbnets.cli import main
 
@@ -68,3 +71,28 @@ def test_threads_after_the_subcommand_sets_torch_threads(tmp_path, monkeypatch):
     argv = ["run", "toy_atoms", "--models", "mlp", "--seeds", "0", "--set", "n_train=40", "--set", "n_test=10",
             "--model-set", "mlp.epochs=1", "--out", str(tmp_path), "--threads", "1", "--quiet"]
     assert main(argv) == 0 and seen and seen[0] == 1
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+@pytest.mark.parametrize("device, says", [("tpu", "is not a device"), ("cuda:x", "is not a device")])
+def test_a_bad_device_is_one_error_naming_device_before_anything_runs(tmp_path, capsys, where, device, says):
+    run = ["run", "toy_atoms", "--models", "mlp", "--out", str(tmp_path)]
+    argv = ["--device", device, *run] if where == "before" else [*run, "--device", device]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--device" in err[0] and says in err[0], err
+    assert not list(tmp_path.iterdir())  # nothing trained, nothing written
+
+
+def test_device_reaches_every_fit_and_the_cpu_keeps_the_record_format(tmp_path, monkeypatch):
+    import hebbnets.experiments._run as run_module
+
+    made = []
+    real_make = run_module._models.make
+    monkeypatch.setattr(run_module._models, "make", lambda *a, **k: made.append(k.get("device")) or real_make(*a, **k))
+    argv = ["run", "toy_atoms", "--models", "mlp", "--seeds", "0", "--set", "n_train=40", "--set", "n_test=10",
+            "--model-set", "mlp.epochs=1", "--out", str(tmp_path), "--device", "auto", "--quiet"]
+    assert main(argv) == 0
+    assert made[-1] == ("cuda:0" if torch.cuda.is_available() else "cpu")  # the fit (planning probes on the CPU)
+    entry = json.loads(next(tmp_path.glob("*.jsonl")).read_text().splitlines()[0])
+    assert ("device" in entry["stats"]) == torch.cuda.is_available()

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ._split import Split
-from ._validation import as_tensor, check_float, check_mask
+from ._validation import as_tensor, check_float, check_mask, resolve_dtype
 from ._version import __version__
 from .metrics import default_metric, get_metric
 
@@ -91,6 +91,12 @@ class Model(nn.Module):
         self.config = config
         self.seed = seed
         self.spec: DataSpec | None = None
+        # where the model's parameters live and learn (``to``/``make(device=..., dtype=...)``);
+        # ``None`` dtype: each model's own (its config's ``dtype`` field, or torch's default)
+        self._device = torch.device("cpu")
+        self._dtype: torch.dtype | None = None
+        if isinstance(getattr(config, "dtype", None), str):  # a config that names its dtype sets the model's
+            self._dtype = resolve_dtype(config.dtype, "dtype")
 
     # -- hooks -------------------------------------------------------------------------------
     def _build(self, spec: DataSpec) -> None:
@@ -132,10 +138,66 @@ class Model(nn.Module):
         self._reset()
         self.spec = spec
         before = set(self._parameters) | set(self._buffers) | set(self._modules)
-        self._build(spec)
+        with torch.device("cpu"):  # created on the CPU: the same initial values on every device
+            self._build(spec)
         after = set(self._parameters) | set(self._buffers) | set(self._modules)
         self._built_names = tuple(sorted(after - before))  # what _reset drops
+        # parameters are created on the CPU in each model's own dtype, then placed (the same
+        # initial values on every device for a seed)
+        torch.nn.Module.to(self, device=self._device, dtype=self._dtype)
         return self
+
+    # -- placement ---------------------------------------------------------------------------
+    @property
+    def device(self) -> torch.device:
+        """The device the model trains and predicts on (set by ``to``; before a fit too)."""
+        return self._device
+
+    @property
+    def model_dtype(self) -> torch.dtype | None:
+        """The floating dtype set by ``to(dtype)`` / ``make(dtype=...)``; ``None``: the model's own."""
+        return self._dtype
+
+    def to(self, *args: Any, **kwargs: Any) -> "Model":
+        """``torch.nn.Module.to``, remembered: a model moved before ``fit`` builds its parameters
+        there, trains there and takes its data there (splits and inputs are moved and cast to
+        the model's floating dtype on the way in; predictions come back on the model's device).
+        Works before and after ``fit`` and after ``hebbnets.models.load``."""
+        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        if dtype is not None and not dtype.is_floating_point:
+            raise ValueError(f"dtype: a model's parameters are floating point; got {dtype}")
+        if device is not None:
+            device = torch.device(device)
+            if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+                device = torch.device("cuda", torch.cuda.current_device())
+        super().to(device=device, dtype=dtype, non_blocking=non_blocking)
+        if device is not None:
+            self._device = device
+        if dtype is not None:
+            self._dtype = dtype
+            if "dtype" in {f.name for f in dataclasses.fields(self.config)}:  # one source of the dtype
+                self.config = dataclasses.replace(self.config, dtype=str(dtype).removeprefix("torch."))
+        return self
+
+    def cpu(self) -> "Model":
+        return self.to("cpu")
+
+    def cuda(self, device: Any = None) -> "Model":
+        return self.to(torch.device("cuda", device) if isinstance(device, int) else (device or "cuda"))
+
+    def double(self) -> "Model":
+        return self.to(torch.float64)
+
+    def float(self) -> "Model":
+        return self.to(torch.float32)
+
+    def _placed(self, split: Split) -> Split:
+        """``split`` on the model's device, floating tensors in its dtype (if one is set)."""
+        return split.to(self._device, self._dtype)
+
+    def _rng_devices(self) -> list[int]:
+        """The CUDA devices whose generator ``fork_rng`` saves and restores around a seeded call."""
+        return [self._device.index or 0] if self._device.type == "cuda" else []
 
     def require_built(self) -> DataSpec:
         """The ``DataSpec`` the model was built for; ``ValueError`` naming ``model`` when it was
@@ -154,7 +216,8 @@ class Model(nn.Module):
         if not isinstance(split, Split):
             raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
         # fork_rng: a seeded model is reproducible without touching the caller's global RNG
-        with torch.random.fork_rng(devices=[]):
+        split = self._placed(split)
+        with torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             self.build(DataSpec.from_split(split))
             self._fit(split)
@@ -175,7 +238,8 @@ class Model(nn.Module):
         if self.spec is None:
             return self.fit(split)
         self._check_compatible(split)
-        with torch.random.fork_rng(devices=[]):
+        split = self._placed(split)
+        with torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             self._partial_fit(split)
         return self
@@ -188,7 +252,9 @@ class Model(nn.Module):
         if tuple(x.shape[1:]) != spec.x_shape:
             raise ValueError(f"x: per-sample shape {tuple(x.shape[1:])} does not match the trained {spec.x_shape}")
         x_mask = check_mask(x_mask, x, "x_mask", "x")
-        with torch.random.fork_rng(devices=[]):
+        x = x.to(device=self._device, dtype=self._dtype)
+        x_mask = None if x_mask is None else x_mask.to(device=self._device, dtype=self._dtype)
+        with torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             was_training = self.training
             self.eval()
@@ -203,6 +269,7 @@ class Model(nn.Module):
         if not isinstance(split, Split):
             raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
         fn = get_metric(metric or default_metric(split))
+        split = self._placed(split)
         return fn(self.predict(split.x, split.x_mask), split)
 
     @property

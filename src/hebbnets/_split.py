@@ -51,6 +51,33 @@ class Split:
     def is_classification(self) -> bool:
         return not torch.is_floating_point(self.y)
 
+    def to(self, device: Any = None, dtype: torch.dtype | None = None) -> "Split":
+        """This split on ``device`` (``None``: where it is), floating tensors (inputs, masks, real
+        targets) cast to ``dtype`` (``None``: as they are; class labels stay integers). Returns
+        ``self`` when nothing moves, like ``torch.Tensor.to``."""
+        if dtype is not None and (not isinstance(dtype, torch.dtype) or not dtype.is_floating_point):
+            raise ValueError(f"dtype: expected a floating torch.dtype, got {dtype!r}")
+        device = None if device is None else torch.device(device)
+
+        def move(t: torch.Tensor | None) -> torch.Tensor | None:
+            if t is None:
+                return None
+            return t.to(device=device, dtype=dtype if t.is_floating_point() else None)
+
+        tensors = (self.x, self.y, self.x_mask, self.y_mask)
+        moved = tuple(move(t) for t in tensors)
+        if all(a is b for a, b in zip(tensors, moved)):
+            return self
+        out = Split.__new__(Split)  # already validated: only the placement changes
+        out.x, out.y, out.x_mask, out.y_mask = moved
+        out.metric = self.metric
+        return out
+
+    @property
+    def device(self) -> torch.device:
+        """The device of the split's tensors."""
+        return self.x.device
+
     def subset(self, index: torch.Tensor) -> "Split":
         """The samples at ``index`` (a 1D long or bool tensor), as a new ``Split``."""
         pick = lambda t: None if t is None else t[index]  # noqa: E731

@@ -112,3 +112,47 @@ def _check_shape_and_size(t: torch.Tensor, name: str, min_ndim: int) -> None:
         raise ValueError(f"{name}: expected at least {min_ndim} dimension(s), got shape {tuple(t.shape)}")
     if t.numel() == 0:
         raise ValueError(f"{name}: is empty (shape {tuple(t.shape)})")
+
+
+def resolve_device(device: Any, name: str = "device") -> torch.device:
+    """A ``torch.device`` from ``None`` / ``"cpu"`` (the CPU), ``"auto"`` (CUDA when present,
+    else the CPU), ``"cuda"``, ``"cuda:1"``, ``"mps"`` or a ``torch.device``; one ``ValueError``
+    naming ``name`` for an unknown device or one this machine does not have."""
+    if device is None:
+        return torch.device("cpu")
+    if isinstance(device, str) and device == "auto":
+        return torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    try:
+        out = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ValueError(f"{name}: {device!r} is not a device; expected 'cpu', 'auto', 'cuda', 'cuda:N', 'mps' "
+                         "or a torch.device") from None
+    if out.type == "cuda":
+        if not torch.cuda.is_available():
+            raise ValueError(f"{name}: {device!r} asked for CUDA, which this machine does not have "
+                             "(use 'cpu' or 'auto')")
+        if out.index is not None and out.index >= torch.cuda.device_count():
+            raise ValueError(f"{name}: {device!r}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    elif out.type == "mps" and not (hasattr(torch.backends, "mps") and torch.backends.mps.is_available()):
+        raise ValueError(f"{name}: {device!r} asked for MPS, which this machine does not have")
+    elif out.type not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"{name}: {device!r}: hebbnets models run on 'cpu', 'cuda' or 'mps'")
+    return out
+
+
+FLOAT_DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16,
+                "bfloat16": torch.bfloat16}
+
+
+def resolve_dtype(dtype: Any, name: str = "dtype") -> torch.dtype | None:
+    """A floating ``torch.dtype`` from ``None`` (the model's own), a ``torch.dtype`` or one of
+    ``FLOAT_DTYPES``' names; one ``ValueError`` naming ``name`` otherwise."""
+    if dtype is None:
+        return None
+    if isinstance(dtype, str):
+        if dtype.removeprefix("torch.") not in FLOAT_DTYPES:
+            raise ValueError(f"{name}: {dtype!r} is not a floating dtype; expected one of {sorted(FLOAT_DTYPES)}")
+        return FLOAT_DTYPES[dtype.removeprefix("torch.")]
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise ValueError(f"{name}: expected a floating torch.dtype or one of {sorted(FLOAT_DTYPES)}, got {dtype!r}")
+    return dtype

@@ -48,7 +48,8 @@ def _demo(args: argparse.Namespace) -> int:
     threads = args.threads or 1  # one thread, as `reproduce`: no oversubscription on a busy machine
     torch.set_num_threads(threads)
     jobs = plan_spec(get_spec("toy"), "quick", seeds=seeds)
-    entries = execute(jobs, RecordStore(Path(args.out) / "demo.jsonl"), log=stderr_log, threads=threads)
+    entries = execute(jobs, RecordStore(Path(args.out) / "demo.jsonl"), log=stderr_log, threads=threads,
+                      device=args.device)
     print(format_table(summarize(flat_records(entries)), title=f"toy_atoms: VN vs MLP, seeds {seeds} (test MSE)"))
     print("\nThe 3-seed result with figures: reports/toy.md (rebuilt by `hebbnets report toy`).")
     return 0
@@ -64,6 +65,10 @@ def main(argv: list[str] | None = None) -> int:
         "run). Use 1 when other processes load the cores: OpenMP's spinning threads slow the small matmuls of "
         "sparse inference badly then.",
     )
+    parser.add_argument(
+        "--device", default=None, metavar="DEVICE",
+        help="where models train and predict: cpu (default), auto (CUDA when present), cuda, cuda:N, mps",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_demo_parser(sub)
     from .experiments._cli import add_parsers as add_experiment_parsers
@@ -74,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     for sp in sub.choices.values():  # --threads after the subcommand too (`hebbnets run ... --threads 1`)
         sp.add_argument("--threads", type=int, default=argparse.SUPPRESS, metavar="N",
                         help="torch intra-op threads (as before the subcommand)")
+        sp.add_argument("--device", default=argparse.SUPPRESS, metavar="DEVICE",
+                        help="where models train and predict (as before the subcommand)")
     args = parser.parse_args(argv)  # argparse itself exits with code 2 on bad syntax
     if args.threads is not None:
         if args.threads < 1:
@@ -82,6 +89,14 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+    if args.device is not None:
+        from ._validation import resolve_device
+
+        try:
+            resolve_device(args.device, "--device")
+        except ValueError as exc:
+            print(f"hebbnets: error: {exc}", file=sys.stderr)
+            return EXIT_BAD_INPUT
     try:
         return args.func(args)
     except ValueError as exc:  # bad input found after parsing (e.g. a task parameter)

@@ -126,7 +126,7 @@ def atom_usage(codes: torch.Tensor, factor_labels: torch.Tensor, groups: torch.T
             raise ValueError(f"groups: expected (N={codes.shape[0]},) integer combination ids")
         uniq, groups = torch.unique(groups, return_inverse=True)
         # the factors of each combination (any of its samples)
-        combos = torch.zeros(len(uniq), labels.shape[1]).index_add_(0, groups, labels.float()) > 0
+        combos = torch.zeros(len(uniq), labels.shape[1], device=labels.device).index_add_(0, groups, labels.float()) > 0
     active = (codes != 0).double()  # (N, K)
 
     def share(member: torch.Tensor) -> torch.Tensor:  # (N, G) 0/1 -> (K, G) share of members active

@@ -13,7 +13,7 @@ if TYPE_CHECKING:  # a Split names its metric, so _split imports this module
 
 def mse(y_hat: torch.Tensor, split: Split) -> float:
     """Mean squared error over observed target entries (``split.y_mask == 1``, or all)."""
-    err = (y_hat.to(split.y.dtype) - split.y) ** 2
+    err = (y_hat.to(split.y) - split.y) ** 2  # predictions come to the split's device and dtype
     if split.y_mask is None:
         return float(err.mean())
     return float((err * split.y_mask).sum() / split.y_mask.sum().clamp_min(1))
@@ -24,13 +24,13 @@ def mse_missing(y_hat: torch.Tensor, split: Split) -> float:
     if split.x_mask is None or split.x_mask.shape != split.y.shape:
         raise ValueError("split: metric 'mse_missing' needs an x_mask shaped like y")
     missing = 1.0 - split.x_mask
-    err = (y_hat.to(split.y.dtype) - split.y) ** 2
+    err = (y_hat.to(split.y) - split.y) ** 2
     return float((err * missing).sum() / missing.sum().clamp_min(1))
 
 
 def accuracy(y_hat: torch.Tensor, split: Split) -> float:
     """Fraction of correctly predicted class labels."""
-    return float((y_hat.long() == split.y).float().mean())
+    return float((y_hat.to(split.y.device).long() == split.y).float().mean())
 
 
 _METRICS: dict[str, Callable[[torch.Tensor, Split], float]] = {

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ._model import CONFIG_FILE, Model, build_from_checkpoint, config_from_dict
-from ._validation import check_choice
+from ._validation import check_choice, resolve_device, resolve_dtype
 
 _REGISTRY: dict[str, type[Model]] = {}
 
@@ -43,7 +43,8 @@ def get(name: str) -> type[Model]:
     return _REGISTRY[name]
 
 
-def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
+def make(name: str, seed: int = 0, task: Any = None, device: Any = None, dtype: Any = None,
+         **config: Any) -> Model:
     """Build a registered model.
 
     Args:
@@ -51,8 +52,14 @@ def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
         seed: seeds parameter initialisation and training order.
         task: optional ``hebbnets.tasks.Task``; its ``model_configs[name]`` (the configuration
             chosen for that task on validation data) is the starting point.
+        device: where the model builds, trains and predicts: ``None``/``"cpu"``, ``"auto"``
+            (CUDA when present), ``"cuda"``, ``"cuda:N"``, ``"mps"`` or a ``torch.device``; data
+            given to ``fit``/``predict``/``score`` is moved there.
+        dtype: the floating dtype of its parameters and of the data it takes (``None``: the
+            model's own, float32 unless its config says otherwise), e.g. ``torch.float64``.
         **config: overrides of the model's config fields; unknown keys raise ``ValueError``.
     """
+    device, dtype = resolve_device(device), resolve_dtype(dtype)
     cls = get(name)
     values: dict[str, Any] = {}
     if task is not None:
@@ -63,7 +70,7 @@ def make(name: str, seed: int = 0, task: Any = None, **config: Any) -> Model:
                           UntunedConfigWarning, stacklevel=2)
         values.update(chosen.get(name, {}))
     values.update(config)
-    return cls(config_from_dict(cls, values, name), seed=seed)
+    return cls(config_from_dict(cls, values, name), seed=seed).to(device=device, dtype=dtype)
 
 
 def load(path: str | os.PathLike, device: Any = None) -> Model:
@@ -84,7 +91,7 @@ def load(path: str | os.PathLike, device: Any = None) -> Model:
     if meta["model"] not in _REGISTRY:
         raise ValueError(f"path: {str(path)!r} holds model {meta['model']!r}, which is not registered; "
                          f"known models: {names()}")
-    return build_from_checkpoint(get(meta["model"]), path, meta, device=device)
+    return build_from_checkpoint(get(meta["model"]), path, meta, device=resolve_device(device))
 
 
 __all__ = ["Model", "UntunedConfigWarning", "get", "load", "make", "names", "register"]

@@ -97,7 +97,7 @@ class TrainConfig:
 
 def carve_validation(n: int, fraction: float, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Random (train_idx, val_idx) of ``range(n)``; at least one sample in each when fraction > 0."""
-    perm = torch.randperm(n, generator=generator)
+    perm = torch.randperm(n, generator=generator, device=generator.device)
     n_val = validation_size(n, fraction)
     return perm[n_val:], perm[:n_val]
 
@@ -303,7 +303,7 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
         for group in opt.param_groups:
             group["lr"] = lr
         model.train()
-        perm = torch.randperm(len(train), generator=gen)
+        perm = torch.randperm(len(train), generator=gen, device=gen.device)
         total, max_norm = 0.0, 0.0
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
@@ -394,7 +394,7 @@ def _sampled_labels(out: torch.Tensor, batch: Split, classification: bool, gen: 
     if classification:
         probs = torch.softmax(out, dim=-1)  # (B, C)
         return torch.multinomial(probs, 1, generator=gen).squeeze(-1)  # (B,)
-    return out + torch.randn(out.shape, generator=gen, dtype=out.dtype)
+    return out + torch.randn(out.shape, generator=gen, dtype=out.dtype, device=gen.device).to(out.device)
 
 
 @torch.no_grad()
@@ -423,7 +423,7 @@ def diagonal_fisher(model: BackpropModel, split: Split, kind: str = "sampled", m
     gen = torch.Generator().manual_seed(seed)
     index = torch.arange(len(split))
     if max_samples is not None and max_samples < len(split):
-        index = torch.randperm(len(split), generator=gen)[:max_samples]
+        index = torch.randperm(len(split), generator=gen, device=gen.device)[:max_samples]
     params = trainable_parameters(model)
     fisher = {n: torch.zeros_like(p) for n, p in params.items()}
     was_training = model.training

@@ -176,7 +176,7 @@ def test_perfect_factors_decode_every_unseen_pair_with_one_atom():
         choice = pair_atom_choice(model, split.x)
         assert choice["single"] == 1.0 and int(choice["active"].max()) == 1
         # the only error is the LASSO's shrinkage of the one coefficient: 1 - lam / 2
-        torch.testing.assert_close(model.predict(split.x), (1 - model.config.lam / 2) * split.y, rtol=1e-4, atol=1e-6)
+        torch.testing.assert_close(model.predict(split.x).to(split.y), (1 - model.config.lam / 2) * split.y, rtol=1e-4, atol=1e-6)
 
 
 def test_atom_choice_labels(monkeypatch):

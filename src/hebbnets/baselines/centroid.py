@@ -69,11 +69,11 @@ class NearestCentroidModel(Model):
     def _fit(self, split: Split) -> None:
         from sklearn.neighbors import NearestCentroid
 
-        feats = mean_pool(split.x, split.x_mask).double().numpy()  # (N, D)
-        labels = split.y.numpy()
+        feats = mean_pool(split.x, split.x_mask).double().cpu().numpy()  # (N, D); scikit-learn works on the CPU
+        labels = split.y.cpu().numpy()
         sk = NearestCentroid().fit(feats, labels)
         cent = torch.full_like(self.centroids, float("inf"), dtype=torch.float64)
-        cent[torch.as_tensor(sk.classes_)] = torch.as_tensor(sk.centroids_)  # classes absent in train never win
+        cent[torch.from_numpy(np.asarray(sk.classes_)).to(cent.device)] = torch.from_numpy(sk.centroids_).to(cent)  # classes absent in train never win
         self.centroids = cent.to(self.centroids.dtype)
         self.counts = torch.bincount(split.y, minlength=len(self.counts))
         self._sk = sk  # kept for the agreement test; not part of the checkpoint
@@ -82,7 +82,7 @@ class NearestCentroidModel(Model):
         """Merge the new samples into the class means (exactly the means over all samples seen)."""
         feats = mean_pool(split.x, split.x_mask).double()  # (N, D)
         new = torch.bincount(split.y, minlength=len(self.counts))  # (C,)
-        sums = torch.zeros(len(new), feats.shape[1], dtype=torch.float64).index_add_(0, split.y, feats)
+        sums = feats.new_zeros(len(new), feats.shape[1]).index_add_(0, split.y, feats)
         old = torch.nan_to_num(self.centroids.double(), posinf=0.0) * self.counts[:, None]
         total = self.counts + new
         merged = (old + sums) / total.clamp_min(1)[:, None]
@@ -141,17 +141,18 @@ class LDAModel(Model):
     def _fit(self, split: Split) -> None:
         from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
-        feats = self._features(split.x, split.x_mask).double().numpy()  # (N, D) or (N, 2 D)
+        feats = self._features(split.x, split.x_mask).double().cpu().numpy()  # (N, D) or (N, 2 D)
         sk = LinearDiscriminantAnalysis(solver=self.config.solver, shrinkage=self.config.shrinkage)
-        sk.fit(feats, split.y.numpy())
+        sk.fit(feats, split.y.cpu().numpy())
         coef, icpt = np.asarray(sk.coef_), np.asarray(sk.intercept_)
         if len(sk.classes_) == 2:  # sklearn's binary decision function is one score for class 1
             coef = np.concatenate([np.zeros_like(coef), coef])
             icpt = np.concatenate([np.zeros_like(icpt), icpt])
-        cls = torch.as_tensor(sk.classes_)
+        cls = torch.from_numpy(np.asarray(sk.classes_)).to(self.coef.device)
         # classes never seen in training keep intercept -inf, so they are never predicted
-        self.coef = torch.zeros_like(self.coef).index_copy(0, cls, torch.as_tensor(coef))
-        self.intercept = torch.full_like(self.intercept, -torch.inf).index_copy(0, cls, torch.as_tensor(icpt))
+        self.coef = torch.zeros_like(self.coef).index_copy(0, cls, torch.from_numpy(coef).to(self.coef))
+        self.intercept = torch.full_like(self.intercept, -torch.inf).index_copy(0, cls,
+                                                                            torch.from_numpy(icpt).to(self.intercept))
         self._sk = sk
 
     def _partial_fit(self, split: Split) -> None:

@@ -113,6 +113,6 @@ class GNN(BackpropModel):
                                 agg = agg + rel(torch.cat([h[i], h[j], h[j] - h[i]]))
                     new[i] = h[i] + upd(torch.cat([h[i], agg]))
                 h = new
-            rows = [self.readout(h[i]) if i in real else torch.zeros(self.out_per_body) for i in range(self.bodies)]
+            rows = [self.readout(h[i]) if i in real else feats.new_zeros(self.out_per_body) for i in range(self.bodies)]
             outs.append(torch.stack(rows).reshape(self.spec.y_shape))
         return torch.stack(outs)

@@ -137,7 +137,7 @@ class DictLearning(Model):
         from sklearn.exceptions import ConvergenceWarning
 
         cfg = self.config
-        x = split.x.reshape(len(split.x), -1).double().numpy()
+        x = split.x.reshape(len(split.x), -1).double().cpu().numpy()  # scikit-learn works on the CPU
         learner = MiniBatchDictionaryLearning(
             n_components=cfg.n_components, alpha=cfg.alpha, max_iter=cfg.n_iter, batch_size=cfg.batch_size,
             fit_algorithm="cd", transform_algorithm="lasso_cd", transform_alpha=cfg.alpha,
@@ -148,7 +148,7 @@ class DictLearning(Model):
             warnings.simplefilter("ignore", ConvergenceWarning)
             learner.fit(x)
         dtype = split.x.dtype  # the model keeps the training data's precision
-        self.dictionary.data = torch.from_numpy(learner.components_).to(dtype)
+        self.dictionary.data = torch.from_numpy(learner.components_).to(device=split.x.device, dtype=dtype)
         w, b = fit_readout(self.encode(split.x), split.y.reshape(len(split.y), -1))
         self.readout_w.data, self.readout_b.data = w.to(dtype), b.to(dtype)
 
@@ -156,10 +156,10 @@ class DictLearning(Model):
         """Sparse codes ``(N, n_components)`` of inputs ``(N, *x_shape)`` (``sparse_encode``)."""
         from sklearn.decomposition import sparse_encode
 
-        flat = x.reshape(len(x), -1).double().numpy()
-        codes = sparse_encode(flat, self.dictionary.double().numpy(), algorithm="lasso_cd", alpha=self.config.alpha,
+        flat = x.reshape(len(x), -1).double().cpu().numpy()
+        codes = sparse_encode(flat, self.dictionary.double().cpu().numpy(), algorithm="lasso_cd", alpha=self.config.alpha,
                               positive=self.config.positive, max_iter=5000)
-        return torch.from_numpy(codes).to(self.dictionary.dtype)
+        return torch.from_numpy(codes).to(self.dictionary)
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         y = self.encode(x) @ self.readout_w + self.readout_b

@@ -63,7 +63,7 @@ class WindowLinear(Model):
         phi = self._features(split.x)[real].double()  # (rows, P)
         self.gram += phi.T @ phi
         self.cross += phi.T @ split.y[real].double()
-        reg = self.config.ridge * self.gram.diagonal().mean() * torch.eye(self.gram.shape[0], dtype=torch.float64)
+        reg = self.config.ridge * self.gram.diagonal().mean() * torch.eye(self.gram.shape[0], dtype=torch.float64, device=self.gram.device)
         self.weight.copy_(torch.linalg.solve(self.gram + reg, self.cross).to(self.weight))
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
@@ -87,7 +87,7 @@ def system_ridge_changes(x: torch.Tensor, body: torch.Tensor, d: int, alpha: flo
     count = wt.sum(1, keepdim=True).clamp_min(1)
     f_mean, t_mean = (feats * wt).sum(1, keepdim=True) / count, (target * wt).sum(1, keepdim=True) / count
     fc, tc = (feats - f_mean) * wt, (target - t_mean) * wt  # centred: the intercept is not penalised
-    gram = fc.transpose(1, 2) @ fc + alpha * torch.eye(d, dtype=x.dtype)  # (N, D, D)
+    gram = fc.transpose(1, 2) @ fc + alpha * torch.eye(d, dtype=x.dtype, device=x.device)  # (N, D, D)
     coef = torch.linalg.solve(gram, fc.transpose(1, 2) @ tc)  # (N, D, D)
     last = x[:, :, -1, :d]  # (N, M, D)
     return ((last - f_mean) @ coef + t_mean) * body.double()[..., None]

@@ -124,7 +124,8 @@ def handle_run(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     stem = _stem(args.task, task_params, args.scale)
     store = RecordStore(out / f"{stem}.jsonl")
-    records = flat_records(execute(jobs, store, log=log, recompute=args.recompute))
+    records = flat_records(execute(jobs, store, log=log, recompute=args.recompute,
+                                   device=getattr(args, "device", None)))
     csv_path = write_csv(records, out / f"{stem}.csv")
     params = ", ".join(f"{k}={v}" for k, v in task_params.items())
     title = f"{args.task} ({params + ', ' if params else ''}scale={args.scale}), seeds {seeds}"

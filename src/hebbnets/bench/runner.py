@@ -74,7 +74,7 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
         task_params: dict[str, Any] | None = None, overrides: dict[str, dict[str, Any]] | None = None,
         log: Any = None, store: str | os.PathLike | None = None, recompute: bool = False,
         hooks: Iterable[Any] = (), protocol: str = "fit", options: dict[str, Any] | None = None,
-        backend: str = "local") -> list[dict[str, Any]]:
+        backend: str = "local", device: Any = None) -> list[dict[str, Any]]:
     """Train each model for each seed on ``task.train`` and score it on every test split.
 
     Args:
@@ -90,6 +90,7 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
         hooks: ``hebbnets.experiments.FitHook`` observers of every fit (local backend).
         protocol, options: a registered protocol (default ``"fit"``) and its options.
         backend: ``"local"`` or ``"ray"`` (one Ray task per fit).
+        device: where every model trains (``hebbnets.models.make``'s ``device``; default the CPU).
 
     Returns:
         One record per (seed, model, split, metric); see the module docstring.
@@ -99,5 +100,5 @@ def run(task: Task | str, models: Iterable[str], seeds: Iterable[int] = (0, 1, 2
     jobs = plan(task, models, seeds, scale=scale, task_params=task_params, overrides=overrides, protocol=protocol,
                 options=options)
     entries = execute(jobs, RecordStore(store) if store is not None else None, log=log, hooks=hooks, backend=backend,
-                      recompute=recompute)
+                      recompute=recompute, device=device)
     return flat_records(entries)

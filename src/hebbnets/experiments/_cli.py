@@ -104,7 +104,8 @@ def handle_reproduce(args: argparse.Namespace) -> int:
         kwargs = dict(stages=stages, scale=args.scale, seeds=_seeds(args.seeds), out=_default_out(args.scale, args.out),
                       backend=args.backend, address=args.address, benches=_list(args.benches, "--benches"),
                       models=_list(args.models, "--models"), recompute=args.recompute, figures=not args.no_figures,
-                      threads=getattr(args, "threads", None) or 1, log=None if args.quiet else stderr_log)
+                      threads=getattr(args, "threads", None) or 1, device=getattr(args, "device", None),
+                      log=None if args.quiet else stderr_log)
         import torch
 
         torch.set_num_threads(kwargs["threads"])  # planning (task generation) too: see reproduce()

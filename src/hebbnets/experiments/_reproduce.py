@@ -96,7 +96,7 @@ def _value(entry: dict[str, Any]) -> float:
 
 def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Path, *, backend: str = "local",
                address: str | None = None, log: Callable[[str], None] | None = stderr_log,
-               models: Iterable[str] | None = None, threads: int | None = 1) -> Path | None:
+               models: Iterable[str] | None = None, threads: int | None = 1, device: Any = None) -> Path | None:
     """Run ``bench``'s tuning searches and write their configs file; returns its path (None
     when the bench tunes nothing)."""
     searches = {m: s for m, s in bench.tuning.items() if models is None or m in set(models)}
@@ -121,7 +121,7 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
                 jobs.append(_tune_job(spec, bench, scale, task, m, cfg, len(st["points"]) + i, data_seed, res))
                 owners.append((m, varied, cfg))
             st["pending"] = []
-        entries = execute(jobs, store, backend=backend, address=address, log=log, threads=threads)
+        entries = execute(jobs, store, backend=backend, address=address, log=log, threads=threads, device=device)
         for (m, varied, cfg), entry in zip(owners, entries):
             st = state[m]
             point = {"config": jsonable(cfg), "value": _value(entry),
@@ -170,16 +170,19 @@ def _validation_seed() -> int:
 def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: str = "quick",
               seeds: Iterable[int] | None = None, out: str | Path = ".", backend: str = "local",
               address: str | None = None, benches: Iterable[str] | None = None, models: Iterable[str] | None = None,
-              recompute: bool = False, figures: bool = True, threads: int | None = 1,
+              recompute: bool = False, figures: bool = True, threads: int | None = 1, device: Any = None,
               log: Callable[[str], None] | None = stderr_log) -> list[Path]:
     """Run the ``stages`` of spec ``name`` (or of every spec for ``"all"``); returns the
     reports written. See the module docstring for where files go.
 
     ``threads``: torch threads per job (default 1, as on the Ray backend: one job per core, no
     oversubscription when other work shares the machine, and the same records on both backends);
-    ``None`` keeps the process's setting."""
+    ``None`` keeps the process's setting. ``device``: where every fit trains (``execute``)."""
+    from .._validation import resolve_device
     from ._run import clear_task_cache, plan_spec
 
+    if device is not None:
+        resolve_device(device)  # before any planning or training
     names = spec_names() if name == "all" else [get_spec(name).name]
     stages = list(stages)
     out = Path(out)
@@ -195,7 +198,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
             for b in spec.benches:
                 if benches is None or b.name in set(benches):
                     path = tune_bench(spec, b, scale, store, out, backend=backend, address=address, log=log,
-                                      models=models, threads=threads)
+                                      models=models, threads=threads, device=device)
                     if path is not None and log:
                         log(f"wrote {path}")
             if "run" in stages:  # configs may have changed: plan again, with freshly generated tasks
@@ -206,7 +209,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
             if log:
                 log(f"== {spec.name} ({scale}): {len(plans[spec.name])} job(s)")
             execute(plans[spec.name], store, backend=backend, address=address, log=log, recompute=recompute,
-                    threads=threads)
+                    threads=threads, device=device)
         if "report" in stages:
             path = build_report(spec, store, out / "reports", scale=scale, figures=figures,
                                 records_name=_rel(store.path, out), configs_dir=configs_dir(out, scale))

@@ -30,6 +30,7 @@ from .._version import __version__
 from .. import models as _models
 from .. import tasks as _tasks
 from .._model import DataSpec
+from .._validation import resolve_device
 from ._protocols import FitContext, FitHook, get_protocol
 from ._spec import Bench, Measure, Spec
 from ._store import RecordStore, fit_key, jsonable, measure_key, provenance
@@ -218,13 +219,15 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
     task = payload.get("task_obj")
     if task is None:
         task = make_task(payload["task"], payload["params"], payload["data_seed"], payload["task_scale"])
-    model = _models.make(payload["model"], seed=payload["seed"], **payload["config"])
+    model = _models.make(payload["model"], seed=payload["seed"], device=payload.get("device"), **payload["config"])
     ctx = FitContext(task=task, model=model, seed=payload["seed"], options=dict(payload["options"]), hooks=list(hooks))
     rows = get_protocol(payload["protocol"])(ctx)
     for r in rows:
         if not isinstance(r, dict) or not {"split", "metric", "value"} <= set(r):
             raise ValueError(f"protocol: {payload['protocol']!r} returned a row without split, metric and value: {r!r}")
     ctx.stats["seconds"] = time.perf_counter() - t0
+    if model.device.type != "cpu":  # CPU records keep their format; others say where they ran
+        ctx.stats["device"] = str(model.device)
     return {"kind": "fit", "task": task.name, "task_params": jsonable(task.params), "model": payload["model"],
             "config": jsonable(dataclasses.asdict(model.config)), "seed": payload["seed"],
             "protocol": payload["protocol"], "options": payload["options"], "rows": jsonable(rows),
@@ -296,9 +299,13 @@ def _finish(job: Job, entry: dict[str, Any], prov: dict[str, Any]) -> dict[str, 
 
 def execute(jobs: list[Job], store: RecordStore | None, *, backend: str = "local", address: str | None = None,
             log: Callable[[str], None] | None = None, hooks: Iterable[FitHook] = (),
-            recompute: bool = False, threads: int | None = None) -> list[dict[str, Any]]:
+            recompute: bool = False, threads: int | None = None, device: Any = None) -> list[dict[str, Any]]:
     """Run every job whose key ``store`` lacks (all of them with ``recompute``) and return one
     entry per job, in job order.
+
+    ``device``: where each fit's model trains (``hebbnets.models.make``'s ``device``: ``"cpu"``,
+    ``"auto"``, ``"cuda"``, ...; ``None``: the CPU). Like ``threads`` it is not part of a job's
+    key: a record answers its slot wherever it was made, and says where (``stats["device"]``).
 
     Each entry is written to ``store`` as soon as its job ends (so a killed run loses at most
     the jobs in progress). Jobs with the same key run once. ``backend`` is ``"local"`` (this
@@ -333,6 +340,10 @@ def execute(jobs: list[Job], store: RecordStore | None, *, backend: str = "local
     if threads is not None:
         for job in todo:
             job.payload["threads"] = threads
+    if device is not None:
+        where = str(resolve_device(device))  # checked before any job runs
+        for job in todo:
+            job.payload["device"] = where
     if backend == "ray":
         from ._ray import run_on_ray
 

@@ -44,19 +44,19 @@ class Zeros(Model):
         pass
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        return torch.zeros(x.shape[0], *self.spec.y_shape)
+        return torch.zeros(x.shape[0], *self.spec.y_shape, device=x.device, dtype=x.dtype)
 
 
 def interpolate_gap(x: torch.Tensor, x_mask: torch.Tensor) -> torch.Tensor:
     """Each row's hidden entries by linear interpolation between the nearest seen entries
     (``numpy.interp`` semantics: flat beyond the first/last seen entry): ``(N, L), (N, L) -> (N, L)``."""
     out = x.clone()
-    pos = torch.arange(x.shape[1], dtype=x.dtype)
+    pos = torch.arange(x.shape[1], dtype=x.dtype, device=x.device)
     for i in range(x.shape[0]):
         seen = x_mask[i] > 0
         xp, fp = pos[seen], x[i, seen]
         if len(xp) < 2:
-            out[i] = torch.where(seen, x[i], fp.mean() if len(fp) else torch.zeros(()))
+            out[i] = torch.where(seen, x[i], fp.mean() if len(fp) else x.new_zeros(()))
             continue
         idx = torch.searchsorted(xp, pos).clamp(1, len(xp) - 1)
         x0, x1, f0, f1 = xp[idx - 1], xp[idx], fp[idx - 1], fp[idx]

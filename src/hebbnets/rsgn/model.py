@@ -658,7 +658,7 @@ class RSGN(SlowRuleModel):
     def _slow_fit_start(self, train, val) -> None:
         cfg = self.config
         self._steps_per_epoch = math.ceil(len(train) / cfg.batch_size)
-        self._firing = P.FiringHistory(cfg.history, cfg.n_nodes)
+        self._firing = P.FiringHistory(cfg.history, cfg.n_nodes, device=self.device)
         self._epoch_marks: list[int] = []
         self._structure_mark = 0
         self.temperature.fill_(cfg.t_start)
@@ -753,7 +753,7 @@ class RSGN(SlowRuleModel):
         # drift: p_i <- exp_{p_i}(eta sum_j c_ij^+ log_{p_i}(p_j) / k)
         if cfg.eta_position > 0:
             p = self.positions()
-            corr = self._firing.correlation(torch.arange(n)[:, None].expand(n, k), self.nbr) * self.alive  # (N, k)
+            corr = self._firing.correlation(torch.arange(n, device=self.nbr.device)[:, None].expand(n, k), self.nbr) * self.alive  # (N, k)
             pull = (corr.clamp_min(0)[..., None] * G.logmap(p[:, None], p[self.nbr])).mean(1)  # (N, d)
             self.pos.copy_(G.project(G.expmap(p, cfg.eta_position * pull)))
         # prune

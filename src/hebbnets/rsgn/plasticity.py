@@ -63,8 +63,8 @@ class FiringHistory:
     """Ring buffer of the last ``size`` samples' firing: ``fired[h, i]`` = node ``i`` was active
     (before the cap) at some propagation step of sample ``h``. ``(size, N)`` bools."""
 
-    def __init__(self, size: int, n_nodes: int):
-        self.fired = torch.zeros(size, n_nodes, dtype=torch.bool)
+    def __init__(self, size: int, n_nodes: int, device: torch.device | str | None = None):
+        self.fired = torch.zeros(size, n_nodes, dtype=torch.bool, device=device)
         self.count = 0  # samples written so far
         self._next = 0
 
@@ -73,10 +73,12 @@ class FiringHistory:
 
     def add(self, sample: torch.Tensor, node: torch.Tensor, n_samples: int) -> None:
         """Append ``n_samples`` samples whose firing is given as pairs ``(sample, node)``."""
+        if self.fired.device != node.device:  # the history follows the model (it is not a buffer)
+            self.fired = self.fired.to(node.device)
         size = self.fired.shape[0]
         n_samples = min(n_samples, size)
         keep = sample < n_samples
-        rows = (self._next + torch.arange(n_samples)) % size
+        rows = (self._next + torch.arange(n_samples, device=self.fired.device)) % size
         self.fired[rows] = False
         self.fired[rows[sample[keep]], node[keep]] = True
         self._next = int((self._next + n_samples) % size)
@@ -90,7 +92,7 @@ class FiringHistory:
         mean = x.float().mean(0)  # (N,)
         std = (mean * (1 - mean)).sqrt()
         fi, fj = i.reshape(-1), j.reshape(-1)
-        out = torch.empty(fi.shape[0])
+        out = torch.empty(fi.shape[0], device=self.fired.device)
         step = max(1, chunk // h)
         for s in range(0, fi.shape[0], step):
             a, b = fi[s : s + step], fj[s : s + step]

@@ -44,7 +44,7 @@ def check_window_layout(spec: DataSpec, name: str) -> int:
 def body_mask(x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
     """``(N, M)`` 1 for bodies with any observed input entry (all bodies without a mask)."""
     if x_mask is None:
-        return torch.ones(x.shape[:2], dtype=x.dtype)
+        return x.new_ones(x.shape[:2])
     return x_mask.reshape(*x.shape[:2], -1).amax(-1)
 
 
@@ -110,7 +110,7 @@ class BodyEncoder(nn.Module):
         dist = rel.norm(dim=-1, keepdim=True)
         qi = q[:, :, None].expand(B, M, M, W, q.shape[-1])
         qj = q[:, None, :].expand(B, M, M, W, q.shape[-1])
-        pair = body[:, :, None] * body[:, None, :] * (1 - torch.eye(M, dtype=x.dtype))  # (B, M, M)
+        pair = body[:, :, None] * body[:, None, :] * (1 - torch.eye(M, dtype=x.dtype, device=x.device))  # (B, M, M)
         messages = self.phi_pair(torch.cat([rel, dist, qi, qj], -1)) * pair[..., None, None]  # (B, M, M, W, out)
         z = self.phi_self(q) + messages.sum(2)  # (B, M, W, out)
         return self._standardise(z, body)

@@ -66,14 +66,14 @@ def fit_local(model: Any, split: Split, learn_batch: Callable[[torch.Tensor], fl
         train_idx, val_idx = carve_validation(len(split), cfg.val_fraction, gen)
         val = split.subset(val_idx)
     else:  # no carving: the data order is exactly that of an un-validated loop
-        train_idx, val = torch.arange(len(split)), None
+        train_idx, val = torch.arange(len(split), device=split.device), None
     if on_start is not None:
         on_start(split.subset(train_idx))
     history: dict[str, list[float]] = {"energy": [], "val": [], "best_epoch": []}
     best, best_state, best_epoch, stale = math.inf, None, -1, 0
     bar = tqdm(range(cfg.epochs), desc=desc, disable=not cfg.progress or None, leave=False)
     for epoch in bar:
-        perm = train_idx[torch.randperm(len(train_idx), generator=gen)]
+        perm = train_idx[torch.randperm(len(train_idx), generator=gen, device=gen.device).to(train_idx.device)]
         total = 0.0
         for start in range(0, len(perm), cfg.batch_size):
             total += learn_batch(perm[start : start + cfg.batch_size])

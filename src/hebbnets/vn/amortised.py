@@ -240,7 +240,7 @@ class AmortisedVN:
     def predict(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
         """The VN's output read from the encoded codes (no iterations): ``(B, *y_shape)``."""
         out = _readout(self.vn, self.encode(x, x_mask))
-        return out.reshape(x.shape[0], *self.vn.spec.y_shape).to(torch.get_default_dtype())
+        return out.reshape(x.shape[0], *self.vn.spec.y_shape).to(x.dtype)  # the caller's dtype
 
     def infer(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> Inference:
         """The VN's iterative inference (prediction mode) warm-started from the encoded codes."""

@@ -137,7 +137,7 @@ class AppliedAtomLayer(nn.Module):
     def effective_weight(self, g: torch.Tensor) -> torch.Tensor:
         """``W*(g) = U diag(g) S^T`` (plus ``I`` if residual): ``(B, K) -> (B, m, n)``."""
         w = torch.einsum("mk,bk,nk->bmn", self.U, g, self.S)
-        return w + torch.eye(w.shape[-1], dtype=w.dtype) if self.residual else w
+        return w + torch.eye(w.shape[-1], dtype=w.dtype, device=w.device) if self.residual else w
 
 
 @dataclass
@@ -192,7 +192,7 @@ class _Block:
     def b(self) -> torch.Tensor:
         """Linear term ``alpha C^T (m_c ⊙ c~) + beta sum_r w_r ⊙ U~^T (m_r ⊙ t_r)`` ``(B, K)``."""
         B, _, K = self.w.shape
-        out = torch.zeros(B, K, dtype=self.w.dtype)
+        out = self.w.new_zeros(B, K)
         if self.C is not None and self.c_target is not None and self.alpha:
             cm = self.c_target if self.c_mask is None else self.c_target * self.c_mask
             out = out + self.alpha * (cm @ self.C)
@@ -278,7 +278,7 @@ class _Block:
         the shared ``C^T C`` and ``U^T U`` spectra come from power iteration, to which ``fista``
         adds its 1% margin."""
         B, R, K = self.w.shape
-        lip = torch.zeros(B, dtype=self.w.dtype)
+        lip = self.w.new_zeros(B)
         if self.C is not None and self.c_target is not None and self.alpha:
             small = self.C @ self.C.T if self.C.shape[0] < K else self.C.T @ self.C  # same top eigenvalue
             lip = lip + self.alpha * largest_eigenvalue(small)
@@ -330,11 +330,12 @@ def _row_gram(w: torch.Tensor, y_mask: torch.Tensor | None) -> torch.Tensor:
     return wm.transpose(1, 2) @ w
 
 
-def _power_estimate(op, B: int, K: int, dtype: torch.dtype, n_iter: int) -> torch.Tensor:
+def _power_estimate(op, B: int, K: int, dtype: torch.dtype, n_iter: int,
+                    device: torch.device | None = None) -> torch.Tensor:
     """Per-sample ``lambda_max`` ``(B,)`` of the operator by power iteration from a fixed positive
     start (the Rayleigh quotient; approaches the eigenvalue from below)."""
     gen = torch.Generator().manual_seed(0)
-    v = (torch.rand(K, generator=gen, dtype=torch.float64).to(dtype) + 0.5).expand(B, K).clone()
+    v = (torch.rand(K, generator=gen, dtype=torch.float64, device=gen.device) + 0.5).to(device=device, dtype=dtype).expand(B, K).clone()
     for _ in range(n_iter):
         w = op(v)
         v = w / w.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
@@ -498,7 +499,7 @@ class AppliedAtomStack(nn.Module):
         lip = blk.lipschitz()
         if self.power_iterations:
             lip = torch.minimum(lip, POWER_SAFETY * _power_estimate(op, blk.w.shape[0], blk.w.shape[2], blk.w.dtype,
-                                                                    self.power_iterations))
+                                                                    self.power_iterations, blk.w.device))
         res = fista(op, blk.b(), lam, lip, g0=g0, max_iter=max_iter, tol=self.tol, nonneg=self.nonneg)
         return res, chosen
 
@@ -525,7 +526,7 @@ class AppliedAtomStack(nn.Module):
         lam = self.lam if lam is None else float(lam)
         check_positive(lam, "lam", allow_zero=True)
         L, B = len(self.layers), z.shape[0]
-        codes = [torch.zeros(B, layer.num_atoms, dtype=self.dtype) for layer in self.layers]
+        codes = [z.new_zeros(B, layer.num_atoms, dtype=self.dtype) for layer in self.layers]
         iterations, converged, paths = 0, True, [""] * L
         if L > 1:
             if c is None and not all(layer.residual for layer in self.layers):
@@ -726,10 +727,10 @@ def design_matrix(stack: AppliedAtomStack, codes: list[torch.Tensor], l: int, i:
         parts_t.append(stack.alpha**0.5 * cm * (c[i] - other))
     if y is not None and stack.beta:
         W = [lay.effective_weight(g[i : i + 1])[0] for lay, g in zip(stack.layers, codes)]
-        below = torch.eye(z.shape[-1], dtype=z.dtype)
+        below = torch.eye(z.shape[-1], dtype=z.dtype, device=z.device)
         for j in range(l):
             below = W[j] @ below
-        above = torch.eye(layer.U.shape[0], dtype=z.dtype)
+        above = torch.eye(layer.U.shape[0], dtype=z.dtype, device=z.device)
         for j in range(l + 1, len(stack.layers)):
             above = W[j] @ above
         for r in range(z.shape[1]):

@@ -130,7 +130,7 @@ class AppliedVNConfig:
 def tuning_code(c: torch.Tensor, points: int) -> torch.Tensor:
     """Gaussian population code: ``(B, p) -> (B, p * points)``, curves centred on
     ``linspace(-1, 1, points)`` with a width of one spacing."""
-    centres = torch.linspace(-1.0, 1.0, points, dtype=c.dtype)
+    centres = torch.linspace(-1.0, 1.0, points, dtype=c.dtype, device=c.device)
     width = 2.0 / (points - 1)
     return torch.exp(-0.5 * ((c[..., None] - centres) / width) ** 2).flatten(-2)
 
@@ -201,7 +201,7 @@ class AppliedVN(Model):
             pool = (routed.norm(dim=-1) > 1e-6).nonzero().squeeze(-1)  # pairs that address this layer
             if len(pool) == 0:
                 continue
-            idx = pool[torch.randint(len(pool), (layer.num_atoms,), generator=gen)]
+            idx = pool[torch.randint(len(pool), (layer.num_atoms,), generator=gen, device=gen.device).to(pool.device)]
             zk, yk, ck = z[idx], y[idx], routed[idx]
             out = yk - zk if layer.residual else yk
             z_norm, c_norm = zk.norm(dim=-1).clamp_min(1e-12), ck.norm(dim=-1).clamp_min(1e-12)
@@ -243,7 +243,7 @@ class AppliedVN(Model):
         for start in range(0, len(z), 512):
             inf = self.stack.infer(z[start : start + 512], c[start : start + 512], lam=lam)
             outs.append(self.stack.output(inf.codes, inf.z)[:, 0])
-        return torch.cat(outs).reshape(x.shape[0], *self.spec.y_shape).to(torch.get_default_dtype())
+        return torch.cat(outs).reshape(x.shape[0], *self.spec.y_shape).to(x.dtype)  # the caller's dtype
 
 
 __all__ = ["AppliedVN", "AppliedVNConfig", "tuning_code"]

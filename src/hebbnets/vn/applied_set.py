@@ -144,7 +144,7 @@ class AppliedSetVN(BackpropModel):
                 n_win = zr.shape[1] - batch.x.shape[1]
                 g = self.stack.infer(zr[:, :n_win].detach(), y=tr[:, :n_win], y_mask=mr[:, :n_win]).codes
                 inf = AppliedInference(codes=g, z=zr.detach(), c=None, y=tr, c_mask=None, y_mask=mr[..., None],
-                                       energy=torch.zeros(len(zr)), iterations=0, sweeps=0, converged=True)
+                                       energy=zr.new_zeros(len(zr)), iterations=0, sweeps=0, converged=True)
         self.last_inference = inf
         return self.stack.energy_of(inf.codes, zr, y=tr, y_mask=mr[..., None]).mean()
 

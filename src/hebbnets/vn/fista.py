@@ -78,7 +78,7 @@ def largest_eigenvalue(G: torch.Tensor | Callable[[torch.Tensor], torch.Tensor],
         apply, shape, ref = G, like.shape, like
     k = shape[-1]
     gen = torch.Generator().manual_seed(0)
-    v = torch.rand(k, generator=gen, dtype=torch.float64).to(ref) + 0.5  # positive: not orthogonal to
+    v = torch.rand(k, generator=gen, dtype=torch.float64, device=gen.device).to(ref) + 0.5  # positive: not orthogonal to
     v = v.expand(*shape).clone()  # (..., K)                              the Perron vector of a Gram matrix
     for _ in range(n_iter):
         w = apply(v)
@@ -401,7 +401,7 @@ def fista_working_set(
     kkt_tol = 1e-2 * lam if kkt_tol is None else kkt_tol
     g = torch.zeros_like(b) if g0 is None else g0.clone()
     d = g @ G - b if g0 is not None else -b  # (B, K) gradient of the smooth part
-    todo = torch.arange(B)
+    todo = torch.arange(B, device=b.device)
     w, iterations, rounds = min(size, K), 0, []
     while len(todo) and len(rounds) < max_rounds:
         rounds.append(len(todo))
@@ -563,7 +563,7 @@ def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], t
     G = None
     for t in gram_terms:
         G = t.gram() if G is None else G + t.gram()
-    bound = torch.zeros((), dtype=terms[0].design.dtype) if G is None else largest_eigenvalue(G)
+    bound = terms[0].design.new_zeros(()) if G is None else largest_eigenvalue(G)
     for t in factor_terms:
         A = t.design
         top = largest_eigenvalue(A @ A.T if A.shape[0] < A.shape[1] else A.T @ A)  # lambda_max(A^T A)
@@ -584,11 +584,13 @@ def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], t
 
 
 def operator_power_estimate(hessian: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, int],
-                            dtype: torch.dtype, n_iter: int = POWER_ITERATIONS) -> torch.Tensor:
+                            dtype: torch.dtype, n_iter: int = POWER_ITERATIONS,
+                            device: torch.device | str | None = None) -> torch.Tensor:
     """Per-sample largest eigenvalue ``(B,)`` of a PSD operator by ``n_iter`` power iterations
     from a fixed positive start (a Rayleigh quotient: it approaches from below)."""
     gen = torch.Generator().manual_seed(0)
-    v = (torch.rand(shape[1], generator=gen, dtype=torch.float64) + 0.5).to(dtype).expand(shape).clone()
+    v = (torch.rand(shape[1], generator=gen, dtype=torch.float64, device=gen.device) + 0.5).to(device=device, dtype=dtype)
+    v = v.expand(shape).clone()
     for _ in range(n_iter):
         w = hessian(v)
         v = w / w.norm(dim=-1, keepdim=True).clamp_min(torch.finfo(dtype).tiny)
@@ -639,7 +641,7 @@ def masked_lasso(
     common = dict(max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk)
     if chosen == "factor":
         hessian, bound = _factor_operator(terms)
-        lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype))
+        lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype, device=b.device))
         res = fista(hessian, b, lam, lip, g0=g0, **common)
     elif chosen == "per_sample" or groups is None:
         G = None
@@ -648,7 +650,7 @@ def masked_lasso(
         res = fista_gram(G, b, lam, largest_eigenvalue(G), g0=g0, **common)
     else:  # one shared Gram matrix per mask pattern
         _, inverse = groups
-        codes, objective = torch.empty_like(b), torch.empty(B, dtype=b.dtype)
+        codes, objective = torch.empty_like(b), b.new_empty(B)
         iterations, converged = 0, True
         for j in range(int(inverse.max()) + 1):
             rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
@@ -689,7 +691,7 @@ def ista_reference(
     lip = float(torch.linalg.eigvalsh(A).max())
     out = []
     for i in range(x.shape[0]):
-        g = torch.zeros(S.shape[1], dtype=S.dtype)
+        g = S.new_zeros(S.shape[1])
         for _ in range(n_iter):
             grad = -S.T @ (x[i] - S @ g)
             if U is not None and beta:

@@ -561,11 +561,11 @@ class MatrixVN(Model):
         if split.x_mask is not None:
             x = x * split.x_mask.to(self.dtype)
         for P, dim in ((self.layer.U, 1), (self.layer.S, 2)):
-            idx = torch.randint(len(x), (P.shape[1],), generator=gen)
+            idx = torch.randint(len(x), (P.shape[1],), generator=gen, device=gen.device).to(x.device)
             imgs = x[idx]  # (K, m, n)
             vecs = imgs if dim == 1 else imgs.transpose(1, 2)  # columns of ``vecs[k]`` live in R^(P rows)
             best = vecs.norm(dim=1).argmax(-1)  # (K,) the largest column of each image
-            v = vecs[torch.arange(len(idx)), :, best]  # (K, rows)
+            v = vecs[torch.arange(len(idx), device=vecs.device), :, best]  # (K, rows)
             norms = v.norm(dim=1, keepdim=True)
             fallback = P.T  # an all-zero image keeps its random vector
             P.copy_(torch.where(norms > 1e-12, v / norms.clamp_min(1e-12), fallback).T)
@@ -599,7 +599,7 @@ class MatrixVN(Model):
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         outs = [self.layer.compose(g) for g in self._codes(x, x_mask)]
-        return torch.cat(outs).to(torch.get_default_dtype())
+        return torch.cat(outs).to(x.dtype)  # the caller's dtype
 
     @torch.no_grad()
     def codes(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:

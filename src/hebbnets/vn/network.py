@@ -540,7 +540,7 @@ class VectorNetwork(Model):
         first = self.layers[0]
         K = first.num_atoms
         gen = torch.Generator().manual_seed(self.seed)
-        idx = torch.randint(len(split), (K,), generator=gen)
+        idx = torch.randint(len(split), (K,), generator=gen, device=gen.device).to(split.device)
         xs = self._flat(split.x[idx])  # (K, n)
         if split.x_mask is not None:
             xs = xs * self._flat(split.x_mask[idx])
@@ -590,7 +590,7 @@ class VectorNetwork(Model):
                     outs.append(self.layers[0].reconstruct(inf.codes[0]))
                 else:
                     outs.append(self.layers[-1].message(inf.codes[-1]))
-        return torch.cat(outs).reshape(x.shape[0], *spec.y_shape).to(torch.get_default_dtype())
+        return torch.cat(outs).reshape(x.shape[0], *spec.y_shape).to(x.dtype)  # the caller's dtype
 
     @torch.no_grad()
     def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:

@@ -385,7 +385,7 @@ class PairVN(Model):
         return torch.cat(out)
 
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        return self.layer.output(self.codes(x, x_mask)).to(torch.get_default_dtype())
+        return self.layer.output(self.codes(x, x_mask)).to(x.dtype)  # the caller's dtype
 
     @torch.no_grad()
     def active_count(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
@@ -426,7 +426,7 @@ def pair_atom_choice(model: PairVN, x: torch.Tensor, share: float = 0.9) -> dict
     a_star = (x[:, :n_a] @ layer.P).argmax(-1)  # (N,)
     b_star = (x[:, n_a:] @ layer.Q).argmax(-1)
     mass = G.flatten(1).sum(-1).clamp_min(1e-30)  # (N,)
-    rows = torch.arange(N)
+    rows = torch.arange(N, device=G.device)
     match = G[rows, a_star, b_star] / mass
     row_only = (G[rows, a_star, :].sum(-1) - G[rows, a_star, b_star]) / mass  # (a*, b != b*)
     col_only = (G[rows, :, b_star].sum(-1) - G[rows, a_star, b_star]) / mass  # (a != a*, b*)
