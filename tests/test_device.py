@@ -129,6 +129,26 @@ def test_load_onto_a_device_and_into_a_dtype(tmp_path):
         hn.models.load(tmp_path / "m", device="tpu")
 
 
+def _placed_on(model, device):
+    return all(t.device == device for t in [*model.parameters(), *model.buffers()])
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_every_model_fits_predicts_saves_and_loads_on_the_device_it_was_made_for(name, device, tmp_path):
+    cfg, split = _data(name)
+    model = hn.models.make(name, seed=0, device=device, **cfg).fit(split)
+    assert model.device == device and _placed_on(model, device)
+    out = model.predict(split.x, split.x_mask)
+    assert out.device == device
+    twin = hn.models.make(name, seed=0, device=device, **cfg).fit(split)  # determinism per device
+    assert torch.equal(twin.predict(split.x, split.x_mask), out)
+    model.save(tmp_path / "m")
+    back = hn.models.load(tmp_path / "m", device=device)
+    assert back.device == device and _placed_on(back, device)
+    assert torch.equal(back.predict(split.x, split.x_mask), out)
+    assert isinstance(model.score(split), float)
+
+
 @CUDA
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_model_fits_and_predicts_on_cuda_like_on_the_cpu(name):

@@ -1,8 +1,11 @@
 """The vn_benchmarks report's claim lines, on hand-made records: a reconstruct result holds only
 when the no-shared-factor control is run and does clearly worse; without the control it is
-undecided, never "holds" and never "capacity"."""
+undecided, never "holds" and never "capacity". The ID and OOD rows are about the bench's VN
+reading, with the effect's interval and the comparison model."""
 from hebbnets.experiments import ReportContext
-from hebbnets.experiments.specs import vn_benchmarks as vb
+from hebbnets.experiments.reporting import Verdicts
+from hebbnets.experiments.reporting import narration_vn_benchmarks as vb
+from hebbnets.experiments.specs.vn_benchmarks import SPEC
 
 BENCH = "mnist_reconstruct"
 
@@ -18,7 +21,7 @@ def _fit(label, seed, values):
 
 def _ctx(table):
     entries = [_fit(lab, seed, splits) for lab, splits in table.items() for seed in (0, 1, 2)]
-    return ReportContext(vb.SPEC, "quick", entries, out=".")
+    return ReportContext(SPEC, "quick", entries, out=".")
 
 
 TABLE = {
@@ -26,15 +29,25 @@ TABLE = {
     "mlp": {"id": 3e-3, "ood_add": 8e-3, "ood_max": 8e-3},
     "conv_ae": {"id": 3e-3, "ood_add": 9e-3, "ood_max": 9e-3},
 }
-CLAIM = next(c for c in vb.SPEC.sections if getattr(c, "statement", "").startswith(BENCH + ":"))
+VERDICTS = next(s for s in SPEC.sections if isinstance(s, Verdicts))
+PATTERN, ID_CLAIM, OOD_CLAIM = (c for c in VERDICTS.claims if c.statement.startswith(BENCH + ":"))
+
+
+class CLAIM:
+    """The bench's pattern row as ``(holds, evidence and its notes)``."""
+
+    @staticmethod
+    def check(ctx):
+        v = PATTERN.verdict(ctx)
+        return v.holds, " ".join((v.evidence, *v.notes))
 
 
 def test_a_reconstruct_pattern_without_its_control_is_undecided():
     ctx = _ctx(TABLE)
     verdict, evidence = CLAIM.check(ctx)
-    assert verdict is None and evidence.startswith("Undecided: `vn_matrix` shows the pattern")
+    assert verdict is None and evidence.startswith("Undecided: `vn_matrix` id 0.1x, OOD 0.05-0.05x shows the pattern")
     assert "control has no records" in evidence and "capacity, not shared factors" not in evidence
-    assert "reconstruct undecided under `vn_matrix`" in "".join(vb.family_summary(ctx))
+    assert PATTERN.verdict(ctx).word == "undecided"
 
 
 def test_the_control_decides_a_reconstruct_pattern():
@@ -73,7 +86,7 @@ def test_a_pinned_reference_row_is_what_the_control_is_compared_with():
 def test_a_control_on_fewer_seeds_than_the_reading_does_not_decide():
     worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3}}
     entries = [e for e in _ctx(worse).entries if not (e["slots"][0]["label"] == "vn_matrix-private" and e["seed"] > 0)]
-    ctx = ReportContext(vb.SPEC, "quick", entries, out=".")
+    ctx = ReportContext(SPEC, "quick", entries, out=".")
     verdict, evidence = CLAIM.check(ctx)
     assert verdict is None and "on the control's 1 seed (0) of the reading's 3: ood_add 7.5x" in evidence
     assert "too few control seeds to decide" in evidence and "(shared factors carry the OOD result)" not in evidence
@@ -92,7 +105,7 @@ def test_the_code_size_note_gives_the_controls_parameter_ratio():
             e["config"] = {"atoms_u": 40, "atoms_s": 40}
         else:
             e["config"] = {"hidden": [64], "latent": 8}
-    text = "".join(vb.code_size_table(BENCH).render(ReportContext(vb.SPEC, "quick", entries, out=".")))
+    text = "".join(vb.code_size_table(BENCH).render(ReportContext(SPEC, "quick", entries, out=".")))
     assert "so the control has 40x the parameters (40 against 1)." in text
 
 
@@ -103,7 +116,7 @@ def test_a_pattern_shown_by_the_mean_but_not_every_seed_is_called_narrow():
     for e in ctx.entries:  # seed 0 of vn_matrix at 0.25x the best baseline on ood_add; the mean stays 0.117x
         if e["slots"][0]["label"] == "vn_matrix" and e["seed"] == 0:
             e["rows"] = [{**r, "value": 2e-3} if r["split"] == "ood_add" else r for r in e["rows"]]
-    ctx = ReportContext(vb.SPEC, "quick", ctx.entries, out=".")
+    ctx = ReportContext(SPEC, "quick", ctx.entries, out=".")
     verdict, evidence = CLAIM.check(ctx)
     assert verdict is True and "narrow: the mean is within the bounds (1.25x ID, 0.2x OOD), not every seed (ood_add " \
         "seed 0 0.25x)" in evidence
@@ -120,7 +133,7 @@ def test_the_span_note_names_a_reading_that_can_copy_any_image():
         for e in entries:
             e["task_params"] = {}  # mnist digits: 28 x 28
             e["config"] = {"vn_matrix": matrix_cfg, "vn": vector_cfg}.get(e["slots"][0]["label"], {})
-        return ReportContext(vb.SPEC, "quick", entries, out=".")
+        return ReportContext(SPEC, "quick", entries, out=".")
     narrow = {"atoms": [512], "output": "reconstruction"}
     note = vb._span_note(ctx({"atoms_u": 40, "atoms_s": 40}, narrow), BENCH)
     assert "span every 28 x 28 image: `vn_matrix` (40 x 40 factors)." in note
@@ -139,10 +152,12 @@ def test_a_holding_vector_reading_that_spans_every_image_is_named_as_able_to_cop
             e["task_params"] = {}
             e["config"] = {"atoms": [atoms], "output": "reconstruction"} if e["slots"][0]["label"] == "vn" else {}
         verdict, text = CLAIM.check(ctx)
-        assert verdict is True and text.startswith("Under the `vn`, `vn_matrix` readings")
+        assert verdict is True and text.startswith("Under `vn` id 0.1x, OOD 0.05-0.05x; `vn_matrix` id 0.1x")
         return text
-    assert "(`vn`: its library spans every image (1,024 atoms for 784 pixels), so it can copy any input" in evidence(1024)
-    assert "(`vn`:" not in evidence(512) and "(`vn_matrix`: a digit is not one rank-1 atom" in evidence(512)
+    assert ("`vn` carries the pattern: its library spans every image (1,024 atoms for 784 pixels), so it can copy any "
+            "input") in evidence(1024)
+    assert "`vn` carries" not in evidence(512)
+    assert "`vn_matrix` carries the pattern: a digit is not one rank-1 atom" in evidence(512)
 
 
 def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):
@@ -159,7 +174,7 @@ def test_a_test_lam_move_equal_to_the_chosen_lam_is_named_as_void(monkeypatch):
 def test_kept_baselines_hold_the_points_the_spec_declares():
     # the equal-effort check counts a kept model's declared points: they must be the configs file's
     from hebbnets.tasks import _configs
-    for b in vb.SPEC.benches:
+    for b in SPEC.benches:
         for model, n in b.kept.items():
             assert len(_configs.load(b.configs)["models"][model]["points"]) == n, (b.name, model)
 
@@ -189,7 +204,7 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
 
 def test_fits_of_rows_the_spec_no_longer_runs_are_named_not_shown():
     entries = _ctx(TABLE).entries + [_fit("vn-e999", 0, {"id": 1.0})]
-    ctx = ReportContext(vb.SPEC, "quick", entries, out=".")
+    ctx = ReportContext(SPEC, "quick", entries, out=".")
     assert vb._retired_rows(ctx) == ["- **Retired rows.** Fits in the records of rows this spec no longer runs (not "
                                      "shown, not used by any line): `mnist_reconstruct/vn-e999` (1 fit)."]
     assert "vn-e999" not in ctx.labels(BENCH)
@@ -200,6 +215,39 @@ def test_a_mean_dominated_by_one_seed_is_spelled_out_per_seed():
     from hebbnets.experiments.reporting import Cell
     spread = Cell("vn_pairs", "id", "mse", 3, 7.4e-5, 1.3e-4, [0, 1, 2], 10, values=[2.2e-4, 1.2e-11, 5.4e-12])
     assert vb._seed_spread(spread) == (" One seed dominates `vn_pairs`'s id mean (std above the mean): seed 0 0.00022, "
-                                       "seed 1 1.2e-11, seed 2 5.4e-12; the ratios above are of the mean.")
+                                       "seed 1 1.2e-11, seed 2 5.4e-12; the verdicts' ratios are of the mean.")
     even = Cell("vn_pairs", "id", "mse", 3, 1e-4, 1e-5, [0, 1, 2], 10, values=[1e-4, 1.1e-4, 0.9e-4])
     assert vb._seed_spread(even) == ""
+
+
+def test_the_id_and_ood_rows_are_about_the_reading_closest_to_the_pattern():
+    worse = {**TABLE, "vn_matrix-private": {"id": 5e-4, "ood_add": 3e-3, "ood_max": 3e-3},
+             "vn": {"id": 2e-3, "ood_add": 1e-3, "ood_max": 1e-3}}  # vn: ID 0.67x, OOD 0.125x; vn_matrix closer
+    ctx = _ctx(worse)
+    for e in ctx.entries:
+        e["task_params"] = {}
+    assert vb.chosen_reading(ctx, BENCH) == "vn_matrix"
+    v = ID_CLAIM.verdict(ctx)
+    assert v.holds and v.word == "holds" and v.reading == "vn_matrix" and v.against.endswith("(best baseline)")
+    assert v.effect.startswith("0.1x") and v.seeds == "0,1,2" and [p.split for p in v.points] == ["id"]
+    v = OOD_CLAIM.verdict(ctx)
+    assert v.holds and v.reading == "vn_matrix" and [p.split for p in v.points] == ["ood_add", "ood_max"]
+    assert v.against == "mlp (best baseline)"
+    assert v.effect.startswith("0.05x") and "(ood_add, the largest)" in v.effect
+    assert PATTERN.verdict(ctx).reading == "vn_matrix"
+
+
+def test_an_id_row_shown_by_the_mean_but_not_every_seed_holds_narrowly():
+    ctx = _ctx(TABLE)
+    for e in ctx.entries:  # vn_matrix seed 0 at 1.5x the best baseline's ID error; the mean stays 0.567x
+        if e["slots"][0]["label"] == "vn_matrix" and e["seed"] == 0:
+            e["rows"] = [{**r, "value": 4.5e-3} if r["split"] == "id" else r for r in e["rows"]]
+    v = ID_CLAIM.verdict(ReportContext(SPEC, "quick", ctx.entries, out="."))
+    assert v.word == "holds narrowly" and v.holds
+    assert any("not every seed (id seed 0 1.5x)" in n for n in v.notes)
+
+
+def test_a_bench_without_parity_fails_its_id_row():
+    poor = {**TABLE, "vn_matrix": {"id": 6e-3, "ood_add": 4e-4, "ood_max": 4e-4}}  # 2x the best baseline in ID
+    v = ID_CLAIM.verdict(_ctx(poor))
+    assert v.holds is False and v.effect.startswith("2x") and OOD_CLAIM.verdict(_ctx(poor)).holds

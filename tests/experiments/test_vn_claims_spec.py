@@ -4,6 +4,7 @@ the amortised warm-start cell, and the coverage section that states what was not
 import pytest
 
 from hebbnets.experiments import ReportContext
+from hebbnets.experiments.reporting import narration_vn_claims as nc
 from hebbnets.experiments.specs import vn_claims as vc
 
 BENCH = "functions1d_continual"
@@ -26,6 +27,21 @@ def _ctx(entries):
     return ReportContext(vc.SPEC, "quick", entries, out=".")
 
 
+def _forgetting(ctx):
+    v = nc.forgetting_claim(BENCH, vc.VN_LABELS, vc.KEEP)(ctx)
+    return v.verdict, v.evidence
+
+
+def _final(ctx):
+    v = nc.final_claim(BENCH, vc.VN_LABELS)(ctx)
+    return v.verdict, v.evidence
+
+
+def _vn_vs_mlp(ctx):
+    v = nc.vn_vs_mlp(ctx)
+    return v.verdict, v.evidence
+
+
 # (stage 1 after 1, stage 1 after 2, both after 2) per label; two seeds with a small offset
 TABLE = {"vn": (0.10, 0.11, 0.12), "mlp": (0.10, 0.60, 0.40), "mlp+ewc100": (0.10, 0.30, 0.20),
          "mlp+ewc10000": (0.10, 0.10, 0.30)}
@@ -38,28 +54,30 @@ def _entries(table=TABLE, seeds=(0, 1)):
 def test_forgetting_alone_and_the_final_error_can_disagree():
     ctx = _ctx(_entries())
     # mlp+ewc10000 forgets nothing (ratio 1.0 < vn's 1.1) because it barely learns stage 2
-    held, evidence = vc._forgetting_claim(BENCH).check(ctx)
+    held, evidence = _forgetting(ctx)
     assert held is False and "vn 1.1 ± 0" in evidence and "mlp+ewc10000 1 ± 0" in evidence
-    held, evidence = vc._final_claim(BENCH).check(ctx)
+    held, evidence = _final(ctx)
     assert held is True and "best VN row vn, best backprop row mlp+ewc100" in evidence
-    held, evidence = vc._vn_vs_mlp(ctx)
+    v = nc.final_claim(BENCH, vc.VN_LABELS)(ctx)
+    assert v.reading == "vn" and v.against.startswith("mlp+ewc100") and v.effect.startswith("vn: 0.6x")
+    held, evidence = _vn_vs_mlp(ctx)
     assert held is True and "functions1d_continual: vn 1.1 ± 0 < mlp 6 ± 0" in evidence
     worse = {**TABLE, "vn": (0.10, 0.90, 0.50)}
-    assert vc._vn_vs_mlp(_ctx(_entries(worse)))[0] is False
-    assert vc._final_claim(BENCH).check(_ctx(_entries(worse)))[0] is False
+    assert _vn_vs_mlp(_ctx(_entries(worse)))[0] is False
+    assert _final(_ctx(_entries(worse)))[0] is False
 
 
 def test_claims_without_records_are_not_measured():
     ctx = _ctx([])
-    assert vc._forgetting_claim(BENCH).check(ctx)[0] is None
-    assert vc._final_claim(BENCH).check(ctx)[0] is None
-    assert vc._vn_vs_mlp(ctx)[0] is None
+    assert _forgetting(ctx)[0] is None
+    assert _final(ctx)[0] is None
+    assert _vn_vs_mlp(ctx)[0] is None
 
 
 def test_coverage_names_missing_benches_rows_and_seeds():
     entries = [e for e in _entries(seeds=(0, 1, 2)) if not (e["slots"][0]["label"] == "mlp" and e["seed"] == 2)]
     entries = [e for e in entries if e["slots"][0]["label"] != "mlp+ewc10000"]
-    text = "\n".join(vc.coverage(_ctx(entries)))
+    text = "\n".join(nc.coverage(_ctx(entries)))
     assert f"`{BENCH}`: not run: `mlp+ewc10000`, `mlp` seed 2." in text
     assert "`mnist_continual`: not run (no records)." in text
     assert f"`{BENCH}/vn`" not in text  # every seed present
@@ -67,14 +85,14 @@ def test_coverage_names_missing_benches_rows_and_seeds():
 
 def test_warm_start_cell_says_when_plain_fistas_energy_is_never_reached():
     values = {"warm_start_speedup_equal_energy": [], "warm_start_speedup": [1.0, 1.2]}
-    assert vc.warm(lambda m: values.get(m, [])) == "not reached (1.1 ± 0.14 at the full budget)"
+    assert nc.warm(lambda m: values.get(m, [])) == "not reached (1.1 ± 0.14 at the full budget)"
     values["warm_start_speedup_equal_energy"] = [3.0, 5.0]
-    assert vc.warm(lambda m: values.get(m, [])) == "4 ± 1.4"
+    assert nc.warm(lambda m: values.get(m, [])) == "4 ± 1.4"
 
 
 @pytest.mark.parametrize("values, text", [([1024.0, 1024.0], "1024 ± 0"), ([3.0], "3"), ([], "—"), ([2.0, 3.0], "2.5 ± 0.707")])
 def test_counts_print_without_exponent(values, text):
-    assert vc._ms_count(values) == text
+    assert nc._ms_count(values) == text
 
 
 def test_amortised_rows_at_an_earlier_configuration_are_flagged():
@@ -85,7 +103,7 @@ def test_amortised_rows_at_an_earlier_configuration_are_flagged():
     def listing(config):
         e = _fit(bench.name, "vn", 0, {("id", "error_ratio"): 1.0})
         e["config"] = config
-        return "\n".join(vc._amortised_configs(_ctx([e])))
+        return "\n".join(nc.amortised_configs(_ctx([e])))
     line = next(x for x in listing(dict(chosen)).splitlines() if x.startswith("- `functions1d_masked`"))
     assert "Not the configuration chosen now" not in line
     line = next(x for x in listing({**chosen, "lam": 123.0}).splitlines() if x.startswith("- `functions1d_masked`"))
@@ -94,23 +112,30 @@ def test_amortised_rows_at_an_earlier_configuration_are_flagged():
 
 
 def test_an_amortised_row_inferring_at_the_training_lam_says_so():
-    from hebbnets.experiments import ReportContext
-    from hebbnets.experiments.specs import vn_claims as vc
     bench = vc.AMORTISED[0].name
     entries = [{"key": f"k{seed}", "kind": "fit", "model": "vn", "seed": seed, "commit": "abc1234",
                 "config": {"atoms": [8], "lam": 0.05, "test_lam": 0.01}, "rows": [], "stats": {},
                 "slots": [{"spec": "vn_claims", "bench": bench, "label": "vn", "scale": "quick", "seed": seed}]}
                for seed in (0, 1, 2)]
     ctx = ReportContext(vc.SPEC, "quick", entries, out=".")
-    text = "\n".join(vc._amortised_configs(ctx))
+    text = "\n".join(nc.amortised_configs(ctx))
     assert "infer at the training `lam=0.05` here, not at the test-time `lam=0.01` the `vn_benchmarks` row" in text
     for e in entries:
         e["config"]["test_lam"] = 0.05
-    assert "infer at the training" not in "\n".join(vc._amortised_configs(ReportContext(vc.SPEC, "quick", entries, out=".")))
+    assert "infer at the training" not in "\n".join(nc.amortised_configs(ReportContext(vc.SPEC, "quick", entries, out=".")))
 
 
 def test_an_amortised_row_names_the_spec_whose_row_it_measures():
-    from hebbnets.experiments.specs import vn_claims as vc
-    names = {b.name: vc._source_spec(b) for b in vc.AMORTISED}
+    names = {b.name: nc._source_spec(b) for b in vc.AMORTISED}
     assert names["amortised_nbody"] == names["amortised_mnist_transform"] == "vn_dynamics"
     assert names["amortised_spatial2d_decode"] == names["amortised_functions1d_masked"] == "vn_benchmarks"
+
+
+def test_the_amortised_claim_counts_splits_and_lists_the_missed_ones_in_a_note():
+    def row(bench, split, speedup, error):
+        return _fit(bench, "vn", 0, {(split, "speedup_equal_energy"): speedup, (split, "error_ratio"): error})
+    a, b = vc.AMORTISED[0].name, vc.AMORTISED[1].name
+    v = nc.amortised_claim(vc.GOAL_SPEEDUP, vc.GOAL_ERROR)(_ctx([row(a, "id", 20.0, 1.0), row(b, "id", 5.0, 1.0)]))
+    assert v.verdict is False and v.evidence.startswith("met on 1 of 2 benchmark splits") and v.reading == "AmortisedVN"
+    assert any(n.startswith(f"Not met on {b.removeprefix('amortised_')}/id") for n in v.notes)
+    assert nc.amortised_claim(vc.GOAL_SPEEDUP, vc.GOAL_ERROR)(_ctx([])).verdict is None

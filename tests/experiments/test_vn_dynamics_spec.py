@@ -3,7 +3,14 @@ baselines, trivial baselines and references, and when each claim holds."""
 import pytest
 
 from hebbnets.experiments import ReportContext
+from hebbnets.experiments.reporting import narration_vn_dynamics as nd
 from hebbnets.experiments.specs import vn_dynamics as vd
+
+NB = vd.NB_ROLES
+
+
+def _paper(ctx):
+    return nd.paper_claim("nbody", NB, "mse", vd.ID_BAND, vd.OOD_BAND)(ctx)
 
 
 def _fit(label, seed, values):
@@ -33,41 +40,44 @@ TABLE = {
 
 def test_trivial_baselines_are_compared_with_the_best_learned_model_per_metric():
     ctx = _ctx(TABLE)
-    nxt, roll = vd._trivial_ratios(ctx, "mse"), vd._trivial_ratios(ctx, "rollout_mse")
+    nxt, roll = nd.trivial_ratios(ctx, "nbody", NB, "mse"), nd.trivial_ratios(ctx, "nbody", NB, "rollout_mse")
     assert nxt == pytest.approx({"id": 0.3 / 0.03, "ood_forces": 0.4 / 0.17})
     assert roll == pytest.approx({"id": 0.12 / 0.03, "ood_forces": 0.15 / 0.11})
-    assert vd._composition_claim("mse").check(ctx)[0] is True  # >= 2x on every split
-    verdict, evidence = vd._composition_claim("rollout_mse").check(ctx)
-    assert verdict is False and "On ood_forces a trivial baseline comes within 2x" in evidence  # 1.36x there
-    assert "On id" not in evidence  # 4x on id
-    note = "".join(vd.headline_note(ctx))
+    assert nd.composition_claim("nbody", NB, "mse", 2.0)(ctx).verdict is True  # >= 2x on every split
+    v = nd.composition_claim("nbody", NB, "rollout_mse", 2.0)(ctx)
+    assert v.verdict is False and any("On ood_forces a trivial baseline comes within 2x" in n for n in v.notes)
+    assert not any("On id" in n for n in v.notes)  # 4x on id
+    assert v.effect.endswith("(ood_forces, the smallest)")
+    note = nd.headline_note(ctx, "nbody", NB)
     assert "2.35x the best learned model's on the next step and 1.36x on the 5-step rollout: the next step" in note
-    table = "\n".join(vd.trivial_check(ctx))
+    table = "\n".join(nd.trivial_table("nbody", NB)(ctx))
     assert "| ood_forces | 1 | 0.4 | 0.6 | gnn 0.17 | 2.35 |" in table
 
 
 def test_the_paper_claim_counts_trivial_baselines_but_not_the_reference():
     ctx = _ctx(TABLE)
-    verdict, evidence = vd.paper_claim("nbody").check(ctx)
+    v = _paper(ctx)
     # vn_applied_set: id 0.05 / 0.03 (set_mlp), ood_forces 0.19 / 0.17 (gnn): neither parity nor 0.2x
-    assert verdict is False and "id 1.67, ood_forces 1.12 (better on no split)" in evidence
+    assert v.verdict is False and "vn_applied_set: id 1.67, ood_forces 1.12" in v.evidence
+    assert v.reading == "vn_applied_set" and v.against == "set_mlp (id), gnn (ood_forces)"
+    assert any("Better than every baseline: no reading on any split" in n for n in v.notes)
     better = {**TABLE, "vn_applied_set": {"id": (0.035, 0.03), "ood_forces": (0.03, 0.05)}}
-    verdict, evidence = vd.paper_claim("nbody").check(_ctx(better))
-    assert verdict is True and evidence.startswith("Under vn_applied_set")
+    v = _paper(_ctx(better))
+    assert v.verdict is True and v.evidence.startswith("Under vn_applied_set")
     one_split = {**TABLE, "vn_applied_set": {"id": (0.06, 0.08), "ood_forces": (0.1, 0.1)}}
-    _, evidence = vd.paper_claim("nbody").check(_ctx(one_split))
-    assert "better than every baseline on ood_forces only" in evidence
+    assert any("vn_applied_set on ood_forces only" in n for n in _paper(_ctx(one_split)).notes)
     # without the trivial baselines, the no-change reference alone is no baseline
     alone = {k: v for k, v in TABLE.items() if k in ("no_change", "vn_applied_set")}
-    assert vd.paper_claim("nbody").check(_ctx(alone))[0] is None
+    assert _paper(_ctx(alone)).verdict is None
 
 
 def test_vn_applied_set_against_set_mlp_on_the_ood_splits_only():
     ctx = _ctx(TABLE)
-    verdict, evidence = vd._set_claim(ctx)
-    assert verdict is True and "ood_forces 0.19 vs 0.39" in evidence  # worse ID does not decide it
+    v = nd.set_claim("nbody")(ctx)
+    assert v.verdict is True and "ood_forces 0.19 vs 0.39" in v.evidence  # worse ID does not decide it
+    assert v.against.startswith("set_mlp") and v.reading == "vn_applied_set"
     worse = {**TABLE, "set_mlp": {"id": (0.03, 0.03), "ood_forces": (0.18, 0.15)}}
-    assert vd._set_claim(_ctx(worse))[0] is False
+    assert nd.set_claim("nbody")(_ctx(worse)).verdict is False
 
 
 def test_cap_note_counts_only_fits_that_the_epoch_cap_ended():
@@ -79,15 +89,18 @@ def test_cap_note_counts_only_fits_that_the_epoch_cap_ended():
     entries = [fit("gnn", 0, 100, 100), fit("gnn", 1, 40, 100),  # capped, stopped by patience
                fit("vn_applied_set", 0, 100, 100), fit("vn_applied_set", 1, 100, 100),
                _fit("window_linear", 0, {("id", "mse"): 0.3})]  # no history: not a trained fit
-    lines = vd.cap_note(ReportContext(vd.SPEC, "quick", entries, out="."))
+    lines = nd.cap_note(ReportContext(vd.SPEC, "quick", entries, out="."))
     assert lines[0] == "- nbody: the epoch cap ended 3 of 4 trained fits (per model: vn_applied_set 2/2, gnn 1/2)."
-    assert vd.cap_note(ReportContext(vd.SPEC, "quick", entries[-1:], out=".")) == []
+    assert nd.cap_note(ReportContext(vd.SPEC, "quick", entries[-1:], out=".")) == []
 
 
 def test_the_cut_section_states_this_runs_sizes_and_searches():
+    ctx = ReportContext(vd.SPEC, "quick", [], out=".")
+    cuts, nbody, mnist = ("\n".join(f(ctx)) for f in (nd.cuts, nd.nbody_text, nd.mnist_text))
     nb, mn = vd.NBODY.at("quick").params, vd.MNIST_TRANSFORM.at("quick").params
-    assert f"{nb['n_train']:,} training systems" in vd.CUTS and f"{nb['n_train']:,} training systems" in vd.NBODY_TEXT
-    assert f"{mn['n_train']:,} training samples" in vd.CUTS and f"{mn['n_train']:,} training samples" in vd.MNIST_TEXT
+    assert f"{nb['n_train']:,} training systems" in cuts and f"{nb['n_train']:,} training systems" in nbody
+    assert f"{mn['n_train']:,} training samples" in cuts and f"{mn['n_train']:,} training samples" in mnist
     for bench in vd.BENCHES:  # every tuned model of a bench gets the count the section states
         counts = {s.n_points for s in bench.tuning.values()}
-        assert counts == {vd._points(bench)}
+        assert counts == {nd._points(bench)}
+        assert f"{nd._points(bench)} validation points per tuned model" in cuts

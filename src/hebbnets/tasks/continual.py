@@ -228,8 +228,8 @@ def make_mnist_continual(seed: int = 0, scale: str = "quick", **params: Any) -> 
 
 # --- nbody -------------------------------------------------------------------------------------------
 # every nbody parameter except its split definitions and sizes
-_NB_PASSED = {s: {k: v for k, v in nbody._DEFAULTS[s].items() if k not in ("n_train", "n_test", "n_fewer", "fewer_laws")}
-              for s in nbody._DEFAULTS}
+_NB_PASSED = {s: {k: v for k, v in nbody.DEFAULTS[s].items() if k not in ("n_train", "n_test", "n_fewer", "fewer_laws")}
+              for s in nbody.DEFAULTS}
 _NB_OWN = dict(stage_laws=(("gravity", "drag"), ("lorentz", "spring")))
 _NB_DEFAULTS = {
     "quick": dict(n_train=2000, n_test=400, **_NB_OWN, **_NB_PASSED["quick"]),

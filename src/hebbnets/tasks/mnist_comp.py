@@ -45,7 +45,8 @@ CODE_DIM = 4
 KINDS = ("rotate", "translate", "scale")
 _COMMON = dict(mode="reconstruct", test_fraction=0.2, max_angle=45.0, max_shift=0.25, max_scale=1.3,
                min_fraction=0.3)
-_DEFAULTS = {
+#: the task's parameters per scale (a caller's overrides go over these)
+DEFAULTS = {
     "quick": dict(n_train=3000, n_test=500, **_COMMON),
     "paper": dict(n_train=20000, n_test=1000, **_COMMON),
 }
@@ -162,7 +163,7 @@ def make_mnist_comp(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
     ``"transform"``), ``n_train``, ``n_test``, ``test_fraction`` (share of the 5,000 images in the
     test pool), ``max_angle`` (degrees), ``max_shift`` (normalised units), ``max_scale`` (> 1),
     ``min_fraction`` (smallest |parameter| as a fraction of its maximum)."""
-    p = check_params(params, _DEFAULTS[scale], "mnist_comp")
+    p = check_params(params, DEFAULTS[scale], "mnist_comp")
     check_choice(p["mode"], ("reconstruct", "transform"), "mode")
     for key in ("n_train", "n_test"):
         if isinstance(p[key], bool) or not isinstance(p[key], int) or p[key] < 1:

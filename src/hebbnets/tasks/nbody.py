@@ -60,7 +60,8 @@ _COMMON = dict(window=3, n_min=3, n_max=5, n_fewer=2, dt=0.3, substeps=10, rollo
                gravity=0.5, drag=2.0, lorentz=1.5, spring=0.5, softening=0.3, rest_length=1.0,
                pos_std=1.0, vel_std=0.5, mass_low=0.5, mass_high=1.5, charge_low=0.5, charge_high=1.5,
                strength_spread=0.5, fewer_laws=("drag", "lorentz"), target="delta")
-_DEFAULTS = {
+#: the task's parameters per scale (a caller's overrides go over these)
+DEFAULTS = {
     "quick": dict(n_train=4000, n_test=500, **_COMMON),
     "paper": dict(n_train=20000, n_test=2000, **_COMMON),
 }
@@ -154,7 +155,7 @@ def make_nbody(seed: int = 0, scale: str = "quick", **params: Any) -> Task:
     ``softening``, ``rest_length``, the
     initial-condition scales ``pos_std``, ``vel_std``, ``mass_low/high``, ``charge_low/high``
     and ``target`` (``"delta"`` or ``"state"``)."""
-    p = check_params(params, _DEFAULTS[scale], "nbody")
+    p = check_params(params, DEFAULTS[scale], "nbody")
     check_simulation_params(p, ("n_fewer",))
     if not p["n_fewer"] < p["n_min"] <= p["n_max"]:
         raise ValueError(f"n_fewer: need n_fewer < n_min <= n_max, got {p['n_fewer']}, {p['n_min']}, {p['n_max']}")

@@ -8,6 +8,10 @@
 * ``factors``: the factor libraries ``U``, ``S`` of a matrix reading as images (first seed).
 * ``activity``: RSGN-style activity per model: fraction of nodes active and edges per sample.
 * ``scaling``: time per sample against size on log-log axes, with least-squares slopes.
+* ``forgetting_bars``, ``atom_factor_usage``, ``sparsity``, ``stage_atoms``: the vn_claims report's
+  forgetting ratios and ``stats["entanglement"]`` (atom usage per factor, active atoms, each stage's atoms).
+* ``verdict_ratios``: the ratios a report's verdicts rest on (error / the best baseline's per bench
+  and split, per-seed dots), with the scorecard's bands.
 """
 from __future__ import annotations
 
@@ -353,11 +357,269 @@ def validation_curves(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
 
 # -- figure kinds of the vn_benchmarks report -------------------------------------------------------
 # (VN_BENCHMARKS FIGURES: insert below this line)
+@register_figure("verdict_ratios")
+def verdict_ratios(ctx: ReportContext, benches: tuple[str, ...] = ()) -> Any:
+    """The ratios this report's verdicts rest on (``Verdict.points`` of its ``Verdicts`` sections):
+    per bench and split, each reading's error / the best baseline's (bars: the ratio of the means;
+    dots: each seed's error over the baseline's mean) on a log axis, with the scorecard's bands
+    (``scorecard.BANDS``: ID parity within 1.25x, OOD at most 0.2x). ``benches`` filters (default all)."""
+    from .sections import Verdicts
+
+    points = [p for sec in ctx.spec.sections if isinstance(sec, Verdicts) for _, v in sec.verdicts(ctx)
+              for p in v.points if (not benches or p.bench in benches) and math.isfinite(p.ratio) and p.ratio > 0]
+    if not points:
+        return None
+    return ratio_bars(points)
+
+
+def ratio_bars(points: list[Any]) -> Any:
+    """The figure of ``verdict_ratios`` and of the scorecard: ``Point``s (bench, split, label,
+    ratio, per-seed ratios) as bars per bench and split with per-seed dots and the bands."""
+    from .scorecard import BANDS
+
+    plt = _plt()
+    keys = list(dict.fromkeys((p.bench, p.split) for p in points))
+    labels = list(dict.fromkeys(p.label for p in points))
+    # constrained layout: the long rotated bench labels always fit (tight_layout gives up on few bars)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(keys) + 2.5), 4.8), layout="constrained")
+    colours = plt.get_cmap("tab10")
+    shown: set[str] = set()
+    low = min(p.ratio for p in points)
+    for i, key in enumerate(keys):
+        here = [p for p in points if (p.bench, p.split) == key]  # the labels drawn at this key, side by side
+        width = 0.8 / len(here)
+        for k, p in enumerate(here):
+            x = i - 0.4 + width * (k + 0.5)
+            j = labels.index(p.label)
+            ax.bar(x, p.ratio, width * 0.9, color=colours(j % 10), alpha=0.55,
+                   label=None if p.label in shown else p.label)
+            shown.add(p.label)
+            seeds = [v for v in p.per_seed if v > 0 and math.isfinite(v)]
+            low = min([low, *seeds])
+            ax.scatter([x] * len(seeds), seeds, s=10, color="black", zorder=3)
+    ax.set_ylim(bottom=low / 3)
+    for name, y in BANDS.items():
+        ax.axhline(y, color="grey", ls="--", lw=1)
+        ax.text(len(keys) - 0.45, y, name, va="bottom", ha="right", fontsize=7, color="grey", in_layout=False)
+    ax.axhline(1.0, color="black", lw=0.6)
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(keys)))
+    ax.set_xticklabels([f"{b}\n{s}" for b, s in keys], rotation=60, ha="right", fontsize=7)
+    ax.set_ylabel("error / best baseline's error")
+    ax.legend(fontsize=7, loc="upper left", ncol=2)
+    return fig
 
 
 # -- figure kinds of the vn_dynamics and vn_claims reports ------------------------------------------
 # (VN_CLAIMS FIGURES: insert below this line)
+# the vn_claims report: forgetting, atom usage, sparsity and the atoms each stage uses (from
+# stats["entanglement"]; helpers in narration_vn_claims)
+@register_figure("forgetting_bars")
+def forgetting_bars(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
+    from ...bench.summary import sample_std
+    from . import narration_vn_claims as N
+    panels = [(b, [lab for lab in ctx.labels(b) if N.vals(ctx, b, lab, "id_stage1", "forgetting_ratio")]) for b in benches]
+    panels = [(b, labs) for b, labs in panels if labs]
+    if not panels:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.6), squeeze=False)
+    style = _styles(list(dict.fromkeys(lab for _, labs in panels for lab in labs)), plt)
+    for ax, (b, labs) in zip(axes[0], panels):
+        vals = [N.vals(ctx, b, lab, "id_stage1", "forgetting_ratio") for lab in labs]
+        means = [N.mean(v) for v in vals]
+        errs = [sample_std(v) if len(v) > 1 else 0.0 for v in vals]
+        ax.bar(range(len(labs)), means, yerr=errs, capsize=3, color=[style[lab][0] for lab in labs])
+        for i, v in enumerate(vals):
+            ax.plot([i] * len(v), v, "k.", ms=4)
+        ax.axhline(1.0, color="0.5", lw=0.8, ls="--")
+        ax.set_yscale("log")
+        ax.set_xticks(range(len(labs)))
+        ax.set_xticklabels(labs, rotation=30, ha="right", fontsize=7)
+        ax.set_title(b, fontsize=9)
+        ax.set_ylabel("stage-1 error after / before stage 2", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.suptitle("Forgetting: first-stage test error after learning the second stage over right after the first\n"
+                 "(bars: mean ± sample std over seeds; dots: seeds; dashed: no forgetting)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("atom_factor_usage")
+def atom_factor_usage(ctx: ReportContext, benches: tuple[str, ...], label: str = "vn") -> Any:
+    from . import narration_vn_claims as N
+    rows = []
+    for b in benches:
+        ents = N.ent(ctx, b, label) if label in ctx.labels(b) else []
+        usage = N.dig(ents[0], "final", "usage") if ents else None
+        if usage and usage.get("by_factor"):
+            rows.append((b, usage, ctx.fits(b, label)[0]["seed"]))
+    if not rows:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(len(rows), 1, figsize=(9.5, 1.1 + 0.32 * sum(len(u["factors"]) for _, u, _ in rows)
+                                                     + 0.6 * len(rows)), squeeze=False)
+    im = None
+    for ax, (b, usage, seed) in zip(axes[:, 0], rows):
+        m = np.asarray(usage["by_factor"], dtype=float)  # (K, F)
+        order = np.lexsort((-m.max(1), m.argmax(1)))  # atoms grouped by their most used factor
+        im = ax.imshow(m[order].T, aspect="auto", cmap="magma", vmin=0, vmax=1, interpolation="nearest")
+        ax.set_yticks(range(len(usage["factors"])))
+        ax.set_yticklabels(usage["factors"], fontsize=7)
+        ax.set_xlabel(f"atom (sorted by the factor it is most used with); {m.shape[0]} atoms", fontsize=7)
+        ax.set_title(f"{b} ({label}, seed {seed})", fontsize=8)
+        ax.tick_params(labelsize=6)
+    fig.colorbar(im, ax=axes[:, 0], shrink=0.9, label="share of the samples with the factor\nin which the atom is active")
+    fig.suptitle("Atom-by-factor usage after both stages (first layer, id test split)", fontsize=9)
+    return fig
+
+
+@register_figure("sparsity")
+def sparsity_figure(ctx: ReportContext, benches: tuple[str, ...], labels: tuple[str, ...] = ("vn",)) -> Any:
+    from . import narration_vn_claims as N
+    panels = []
+    for b in benches:
+        for lab in labels:
+            hists = [h for e in N.ent(ctx, b, lab) if (h := N.dig(e, "final", "sparsity", 0, "histogram"))]
+            if hists:
+                panels.append((b, lab, hists, N.dig(N.ent(ctx, b, lab)[0], "final", "sparsity", 0, "atoms")))
+    if not panels:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.8 * len(panels), 3.0), squeeze=False)
+    for ax, (b, lab, hists, atoms) in zip(axes[0], panels):
+        for i, h in enumerate(hists):
+            h = np.asarray(h, dtype=float)
+            ax.step(np.arange(len(h)), h / h.sum(), where="mid", lw=1, label=f"seed {i}" if len(hists) > 1 else None)
+        ax.set_xlabel(f"active atoms per sample (of {atoms})", fontsize=8)
+        ax.set_ylabel("share of id test samples", fontsize=8)
+        ax.set_title(f"{b}: {lab}", fontsize=9)
+        ax.tick_params(labelsize=7)
+        if len(hists) > 1:
+            ax.legend(fontsize=6)
+    fig.suptitle("Sparsity: distribution of active first-layer atoms per test sample (after both stages)", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("stage_atoms")
+def stage_atoms(ctx: ReportContext, benches: tuple[str, ...], label: str = "vn") -> Any:
+    from . import narration_vn_claims as N
+    rows = []
+    for b in benches:
+        ents = N.ent(ctx, b, label) if label in ctx.labels(b) else []
+        atoms = N.dig(ents[0], "final", "atoms") if ents else None
+        for stage, blob in (atoms or {}).items():
+            rows.append((b, stage, blob))
+    if not rows:
+        return None
+    plt = _plt()
+    n = max(len(decode_images(blob)) for _, _, blob in rows)
+    fig, axes = plt.subplots(len(rows), n, figsize=(max(6.0, 1.15 * n), 1.3 * len(rows) + 0.9), squeeze=False)
+    for i, (b, stage, blob) in enumerate(rows):
+        imgs = decode_images(blob).numpy()
+        for j in range(n):
+            ax = axes[i][j]
+            if not _image_axis(ax, j < len(imgs)):
+                continue
+            if imgs[j].shape[0] == 1:  # a 1-D input: the atom as a curve
+                ax.plot(imgs[j][0], lw=0.9, color="tab:blue")
+                ax.axhline(0, color="0.8", lw=0.5)
+            else:
+                lim = np.abs(imgs[j]).max() or 1.0
+                ax.imshow(imgs[j], cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
+            ax.set_title(f"#{blob['index'][j]}: {blob['usage'][j]:.2f}", fontsize=6)
+        axes[i][0].set_ylabel(f"{b.split('_')[0]}\n{stage}", fontsize=7)
+    fig.suptitle(f"{label}: the first-layer atoms (input side) most used by each stage's test samples, after both "
+                 "stages\n(atom index: share of that stage's test samples using it; the same index in both rows is one "
+                 "shared atom)", fontsize=8)
+    fig.tight_layout()
+    return fig
+
 
 
 # -- figure kinds of the rsgn report ----------------------------------------------------------------
 # (RSGN FIGURES: insert below this line)
+@register_figure("rsgn_accuracy_activity")
+def rsgn_accuracy_activity(ctx: ReportContext, panels: tuple[tuple[str, tuple[str, ...], str, float], ...],
+                           labels: tuple[str, ...]) -> Any:
+    """One panel per task, ``panels`` = (title, benches, trivial bench, chance): test accuracy
+    against measured activity before the cap (mean ± sample std over seeds in both), one point
+    per label of ``labels`` and one line per node count; the trivial classifiers and chance as
+    horizontal lines, the 2 % selection limit as a vertical one. The activity axis is log with
+    plain tick labels (1, 2, 5, ...), fewer where a panel is narrow."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    panels = tuple(p for p in panels if any(ctx.fits(b) for b in p[1]))
+    if not panels:
+        return None
+    plt = _plt()
+    cols = min(2, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.9 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, benches, trivial, chance) in zip(axes.flat, panels):
+        curves: dict[int, list[tuple[float, float, float, float]]] = {}
+        for b in benches:
+            for v in ctx.spec.bench(b).variants:
+                tr = [r for e in ctx.fits(b, v.label) for r in e["rows"] if r["split"] == "id" and r["metric"] == "accuracy"]
+                if not tr or v.label not in labels:
+                    continue
+                acts, accs = [r["activity"] for r in tr], [r["value"] for r in tr]
+                curves.setdefault(v.config["n_nodes"], []).append((
+                    float(np.mean(acts)), float(np.std(acts, ddof=1)) if len(acts) > 1 else 0.0,
+                    float(np.mean(accs)), float(np.std(accs, ddof=1)) if len(accs) > 1 else 0.0))
+        for (n, pts), marker in zip(sorted(curves.items()), "osD^"):
+            pts.sort()
+            ax.errorbar([100 * p[0] for p in pts], [100 * p[2] for p in pts], xerr=[100 * p[1] for p in pts],
+                        yerr=[100 * p[3] for p in pts], marker=marker, capsize=2, label=f"N = {n:,}")
+        for v, style in zip(ctx.spec.bench(trivial).variants, (":", "--", "-.")):
+            c = ctx.cell(trivial, v.label, "id", "accuracy")
+            if c is not None:
+                ax.axhline(100 * c.mean, color="grey", ls=style, lw=0.8, label=v.label)
+        ax.axhline(100 * chance, color="black", lw=0.6, label="chance")
+        ax.axvline(2.0, color="tab:red", lw=0.6, alpha=0.5, label="2 % limit")
+        ax.set_xscale("log")
+        lo, hi = ax.get_xlim()
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0) if hi / lo < 30 else (1.0,)))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("measured activity before the cap, % (test)", fontsize=8)
+        ax.set_ylabel("test accuracy, %", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(which="both", labelsize=7)
+        ax.legend(fontsize=6, ncol=2, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("rsgn_cost")
+def rsgn_cost(ctx: ReportContext, measure: str = "cost", names: dict[str, str] | None = None) -> Any:
+    """Seconds per full training step and peak memory against N (T = N / 8), log-log, one line
+    per model of the ``measure`` record (``names``: readable model names), slopes in the legend."""
+    from ...rsgn import _speed
+
+    e = ctx.measure(measure)
+    if e is None:
+        return None
+    names = names or {}
+    plt = _plt()
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9.2, 3.6))
+    for model in e["params"]["models"]:
+        rows = [r for r in e["rows"] if r["model"] == model]
+        if not rows:
+            continue
+        xs = [r["n_nodes"] for r in rows]
+        _, slope = _speed.segment_slopes(xs, [r["step_s"] for r in rows]) if len(rows) > 1 else ([], math.nan)
+        a1.plot(xs, [r["step_s"] for r in rows], "o-", label=f"{names.get(model, model)} (slope {slope:.2f})")
+        a2.plot(xs, [r["peak_rss_gb"] for r in rows], "o-", label=names.get(model, model))
+    for ax, ylabel in ((a1, "seconds per training step"), (a2, "peak memory, GiB")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("nodes N (tokens T = N / 8)", fontsize=8)
+        ax.set_ylabel(ylabel, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig

@@ -22,6 +22,7 @@ MODEL_ROLES = {
     "vn_applied": "applied reading: a context-selected linear map applied to a content input",
     "vn_applied_set": "applied reading over a set of bodies (nbody)",
     "AmortisedVN": "a LISTA encoder trained to replace FISTA at prediction time",
+    "vn-inpaint": "plain Vector Network inpainting: its input dictionary `S g` fitted to the observed entries",
     "rsgn": "sparse RSGN (kNN graph in the Poincaré ball, thresholded ignition and propagation)",
     "rsgn_parity": "the RSGN author's dense notebook model",
 }
@@ -105,37 +106,11 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
 
 
 def _figure(points: list[Point], path: Path) -> None:
-    import matplotlib
+    from .figures import ratio_bars
 
-    matplotlib.use("Agg")
+    fig = ratio_bars([p for p in points if math.isfinite(p.ratio) and p.ratio > 0])
     import matplotlib.pyplot as plt
 
-    keys = list(dict.fromkeys((p.bench, p.split) for p in points))
-    labels = list(dict.fromkeys(p.label for p in points))
-    width = 0.8 / max(1, len(labels))
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.55 * len(keys) + 2.5), 4.8))
-    colours = plt.get_cmap("tab10")
-    for j, label in enumerate(labels):
-        for i, key in enumerate(keys):
-            p = next((q for q in points if (q.bench, q.split) == key and q.label == label), None)
-            if p is None or not math.isfinite(p.ratio) or p.ratio <= 0:
-                continue
-            x = i - 0.4 + width * (j + 0.5)
-            ax.bar(x, p.ratio, width * 0.9, color=colours(j % 10), alpha=0.55,
-                   label=label if i == next(k for k, kk in enumerate(keys) if any(
-                       (q.bench, q.split) == kk and q.label == label for q in points)) else None)
-            seeds = [s for s in p.per_seed if s > 0 and math.isfinite(s)]
-            ax.scatter([x] * len(seeds), seeds, s=10, color="black", zorder=3)
-    for name, y in BANDS.items():
-        ax.axhline(y, color="grey", ls="--", lw=1)
-        ax.text(len(keys) - 0.45, y, name, va="bottom", ha="right", fontsize=7, color="grey")
-    ax.axhline(1.0, color="black", lw=0.6)
-    ax.set_yscale("log")
-    ax.set_xticks(range(len(keys)))
-    ax.set_xticklabels([f"{b}\n{s}" for b, s in keys], rotation=60, ha="right", fontsize=7)
-    ax.set_ylabel("error / best baseline's error")
-    ax.legend(fontsize=7, loc="upper left", ncol=2)
-    fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, metadata={"Software": None})
     plt.close(fig)

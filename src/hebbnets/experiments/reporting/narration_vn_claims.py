@@ -1,0 +1,523 @@
+"""The vn_claims report's prose, tables and claim checks (``specs/vn_claims.py`` lays them out).
+
+The spec's benches are read from the context by protocol (``continual`` benches, ``amortised``
+benches); the claims' bounds come from the spec as factory arguments. Every number is read from the
+records (``ctx``), the spec's benches or the ``speed`` report's records; nothing here trains or measures.
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+from ...bench.summary import sample_std
+from .queries import ratio_effect, seeds_text
+from .sections import Cell, ReportContext, Verdict, fmt, report_pages, unrun_line
+
+
+# -- helpers over the records -----------------------------------------------------------------------
+def continual_benches(ctx: ReportContext) -> list[Any]:
+    return [b for b in ctx.spec.benches if b.protocol == "continual"]
+
+
+def amortised_benches(ctx: ReportContext) -> list[Any]:
+    return [b for b in ctx.spec.benches if b.protocol == "amortised"]
+
+
+def metric_of(ctx: ReportContext, bench: str) -> str | None:
+    """The task metric of a continual bench: the one that also has an ``after_`` version."""
+    ms = ctx.metrics(bench)
+    return next((m for m in ms if f"after_stage1:{m}" in ms), None)
+
+
+def vals(ctx: ReportContext, bench: str, label: str, split: str, metric: str) -> list[float]:
+    c = ctx.cell(bench, label, split, metric)
+    return [] if c is None else [v for v in c.values if not math.isnan(v)]
+
+
+def ms(values: list[float], digits: int = 3) -> str:
+    """``mean ± sample std`` (the mean alone for one value, "—" for none)."""
+    if not values:
+        return "—"
+    m = sum(values) / len(values)
+    return fmt(m, digits) if len(values) < 2 else f"{fmt(m, digits)} ± {fmt(sample_std(values), digits)}"
+
+
+def _ms_count(values: list[float]) -> str:
+    """``ms`` for counts: an integral mean without exponent (1024, not 1.02e+03)."""
+    if not values or len(values) < 2:
+        return _num(values[0]) if values else "—"
+    return f"{_num(mean(values))} ± {fmt(sample_std(values))}"
+
+
+def _num(v: float) -> str:
+    """A count as an integer, anything else with 3 significant digits."""
+    if v is None or math.isnan(v):
+        return "—"
+    return str(int(round(v))) if abs(v - round(v)) < 1e-9 else fmt(v)
+
+
+def mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def ent(ctx: ReportContext, bench: str, label: str) -> list[dict[str, Any]]:
+    """The ``stats["entanglement"]`` of every fit of ``label`` on ``bench``."""
+    return [e["stats"]["entanglement"] for e in ctx.fits(bench, label) if e["stats"].get("entanglement")]
+
+
+def dig(d: Any, *path: Any) -> Any:
+    for p in path:
+        if d is None:
+            return None
+        d = d.get(p) if isinstance(d, dict) else (d[p] if isinstance(d, list) and isinstance(p, int) and p < len(d) else None)
+    return d
+
+
+def collect(ents: list[dict[str, Any]], *path: Any) -> list[float]:
+    out = []
+    for e in ents:
+        v = dig(e, *path)
+        if v is not None and not (isinstance(v, float) and math.isnan(v)):
+            out.append(float(v))
+    return out
+
+
+def _page(ctx: ReportContext, page: str) -> str:
+    """A markdown link to further page ``page`` of this report (at this scale)."""
+    names = report_pages(ctx.spec, ctx.scale)
+    name = names[1 + list(ctx.spec.pages).index(page)]
+    return f"[{name[:-3]}]({name})"
+
+
+def _forgetting(ctx: ReportContext, bench: str, label: str) -> Cell | None:
+    return ctx.cell(bench, label, "id_stage1", "forgetting_ratio")
+
+
+# -- 1. continual learning -----------------------------------------------------------------------
+def tuning_note(ctx: ReportContext) -> str:
+    points = sorted({s.n_points for b in continual_benches(ctx) for s in b.tuning.values()})
+    return ("Every model was tuned on validation data carved from the **first stage only** ("
+            + "/".join(map(str, points)) + f" points per model; every point: {_page(ctx, 'configs')}); `mlp+ewcN` is "
+            "the tuned MLP with elastic weight consolidation of strength N, fixed: nothing in the first stage can "
+            "choose it, so each strength is a row of its own.")
+
+
+FINAL_NOTE = ("Forgetting alone rewards a model that never learns the second stage (a strong EWC penalty): the error on "
+              "both stages after both is the trade-off continual learning asks for.")
+
+
+def continual_text(ctx: ReportContext) -> list[str]:
+    return ["## Continual learning: does learning a second stage degrade the first?", "",
+            "Each task learns two stages with disjoint factors, the second by `partial_fit` from the state the first "
+            f"left. {tuning_note(ctx)}", ""]
+
+
+def forgetting_table(bench: str) -> Callable[[ReportContext], list[str]]:
+    def render(ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(bench)
+        lines = [f"### {b.title}", ""]
+        m = metric_of(ctx, bench)
+        if m is None:
+            return lines + [f"No records yet (`hebbnets reproduce vn_claims --benches {bench}`).", ""]
+        cross = next((c.split for c in ctx.cells(bench, m) if c.split.startswith("ood_cross")), None)
+        lines += [f"Test error (`{m}`), mean ± sample std over seeds. *Stage 1 after 1*: on the first stage's test split "
+                  "right after learning it; *after 2*: the same split after the second stage; *forgetting*: their ratio "
+                  "(1 = nothing forgotten); *both*: the `id` split (both stages) after the second stage"
+                  + (f"; *{cross}*: combinations across the stages" if cross else "") + ".", "",
+                  "| model | seeds | stage 1 after 1 | stage 1 after 2 | forgetting (ratio) | stage 2 after 2 | both after 2 |"
+                  + (f" {cross} |" if cross else ""), "|---|---|---|---|---|---|---|" + ("---|" if cross else "")]
+        for lab in ctx.labels(bench):
+            c = ctx.cell(bench, lab, "id_stage1", m)
+            cells = [ms(vals(ctx, bench, lab, "id_stage1", f"after_stage1:{m}")),
+                     ms(vals(ctx, bench, lab, "id_stage1", m)),
+                     "**" + ms(vals(ctx, bench, lab, "id_stage1", "forgetting_ratio")) + "**",
+                     ms(vals(ctx, bench, lab, "id_stage2", m)), ms(vals(ctx, bench, lab, "id", m))]
+            if cross:
+                cells.append(ms(vals(ctx, bench, lab, cross, m)))
+            lines.append(f"| {lab} | {','.join(map(str, c.seeds)) if c else '—'} | " + " | ".join(cells) + " |")
+        return lines + [""]
+    return render
+
+
+def vn_vs_mlp(ctx: ReportContext) -> Verdict:
+    """The paper's comparison on every continual bench: the vector VN against the plain MLP,
+    forgetting ratios compared by their means (with the sample std beside them)."""
+    parts, ok, effects = [], True, {}
+    for b in continual_benches(ctx):
+        vn, mlp = (vals(ctx, b.name, lab, "id_stage1", "forgetting_ratio") for lab in ("vn", "mlp"))
+        if not vn or not mlp:
+            continue
+        less = mean(vn) < mean(mlp)
+        ok = ok and less
+        parts.append(f"{b.name}: vn {ms(vn)} {'<' if less else '≥'} mlp {ms(mlp)}")
+        effects[b.name] = ratio_effect(_forgetting(ctx, b.name, "vn"), _forgetting(ctx, b.name, "mlp"))
+    if not parts:
+        return Verdict(None, "no records yet.")
+    worst = max(effects, key=lambda n: effects[n][2])
+    return Verdict(ok, "forgetting ratio " + "; ".join(parts) + ".",
+                   effect=f"{effects[worst][0]} ({worst}, the largest)", against="mlp (forgetting ratio)",
+                   seeds=seeds_text(_forgetting(ctx, worst, "vn"), _forgetting(ctx, worst, "mlp")),
+                   notes=(tuning_note(ctx),), reading="vn")
+
+
+def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float) -> Callable[[ReportContext], Verdict]:
+    """Every VN variant keeps the first stage (forgetting ratio at most ``keep``) and forgets less
+    than the backprop row that forgets least."""
+    def check(ctx: ReportContext) -> Verdict:
+        m = metric_of(ctx, bench)
+        labels = ctx.labels(bench)
+        if m is None or "vn" not in labels:
+            return Verdict(None, "no records yet.")
+        ratio = {lab: mean(vals(ctx, bench, lab, "id_stage1", "forgetting_ratio")) for lab in labels}
+        vn = [lab for lab in labels if lab in vn_labels]
+        backprop = [lab for lab in labels if lab not in vn_labels]
+        best_bp = min(backprop, key=lambda lab: ratio[lab]) if backprop else None
+        ok = all(ratio[v] <= keep for v in vn) and best_bp is not None and all(ratio[v] < ratio[best_bp] for v in vn)
+        ev = ("forgetting ratio (mean ± sample std over seeds) "
+              + ", ".join(f"{lab} {ms(vals(ctx, bench, lab, 'id_stage1', 'forgetting_ratio'))}" for lab in labels) + ".")
+        if best_bp is None:
+            return Verdict(ok, ev)
+        worst = max(vn, key=lambda v: ratio[v])
+        mine, other = _forgetting(ctx, bench, worst), _forgetting(ctx, bench, best_bp)
+        effect, _, _ = ratio_effect(mine, other)
+        return Verdict(ok, ev, effect=f"{worst}: {effect}", against=f"{best_bp} (the backprop row that forgets least)",
+                       seeds=seeds_text(mine, other), notes=(tuning_note(ctx),), reading=worst)
+    return check
+
+
+def final_claim(bench: str, vn_labels: tuple[str, ...]) -> Callable[[ReportContext], Verdict]:
+    """After both stages, the best VN row's error on both stages together is below the best backprop row's."""
+    def check(ctx: ReportContext) -> Verdict:
+        m = metric_of(ctx, bench)
+        labels = ctx.labels(bench)
+        if m is None or "vn" not in labels:
+            return Verdict(None, "no records yet.")
+        final = {lab: vals(ctx, bench, lab, "id", m) for lab in labels}
+        vn = [lab for lab in labels if lab in vn_labels]
+        backprop = [lab for lab in labels if lab not in vn_labels]
+        if not backprop:
+            return Verdict(None, "no backprop rows.")
+        best_bp = min(backprop, key=lambda lab: mean(final[lab]))
+        best_vn = min(vn, key=lambda lab: mean(final[lab]))
+        mine, other = ctx.cell(bench, best_vn, "id", m), ctx.cell(bench, best_bp, "id", m)
+        effect, _, _ = ratio_effect(mine, other)
+        return Verdict(mean(final[best_vn]) < mean(final[best_bp]),
+                       f"error on both stages after both (`id`, `{m}`): "
+                       + ", ".join(f"{lab} {ms(final[lab])}" for lab in labels)
+                       + f"; best VN row {best_vn}, best backprop row {best_bp}.",
+                       effect=f"{best_vn}: {effect}", against=f"{best_bp} (the best backprop row)",
+                       seeds=seeds_text(mine, other), notes=(FINAL_NOTE,), reading=best_vn)
+    return check
+
+
+# -- 2. entanglement and reuse, from stats["entanglement"] ----------------------------------------------
+def entanglement_text(ctx: ReportContext) -> list[str]:
+    return ["## Entanglement and reuse", "",
+            "Why a model forgets (or not): do the two stages' updates touch the same weights, do they use the same atoms, "
+            "and does an atom that serves a factor serve it in every combination that contains the factor? Measured by "
+            "`hebbnets.entanglement` on every fitted model. " + ENTANGLEMENT_NOTE, ""]
+
+
+ENTANGLEMENT_NOTE = ("For `vn_applied_set` (a backprop-trained content encoder plus atoms learned by Atomic-Hebb) the "
+                     "overlap is its encoder's gradient cosine; its atoms, and `vn_matrix`'s, have no overlap or reuse "
+                     "measure yet.")
+
+
+def entanglement_table(bench: str) -> Callable[[ReportContext], list[str]]:
+    def render(ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(bench)
+        lines = [f"### {b.title}: overlap, reuse, sparsity", ""]
+        labels = [lab for lab in ctx.labels(bench) if ent(ctx, bench, lab)]
+        if not labels:
+            return lines + ["No entanglement records yet.", ""]
+        lines += ["Update overlap between the two stages' training data, measured on the model right after the first stage "
+                  "(where the second stage starts) and after both. VN: cosine between the summed Atomic-Hebb updates of the "
+                  "two stages (all atoms of a layer, `S` and `U` together) and the weighted Jaccard overlap of their atom "
+                  "usage; backprop: cosine between the two stages' loss gradients, per layer (range over layers). "
+                  "*Moved*: relative change of the parameters while the second stage was learned.", "",
+                  "| model | update cosine after stage 1 | update cosine after both | usage overlap (weighted Jaccard) after stage 1 "
+                  "| moved during stage 2 |", "|---|---|---|---|---|"]
+        for lab in labels:
+            ents = ent(ctx, bench, lab)
+            layers = list(dig(ents[0], "after_stage1", "overlap") or {})
+            if not layers:
+                lines.append(f"| {lab} | not measured (no update overlap for this model) | | | "
+                             + _moved(ents) + " |")
+                continue
+
+            def span(time: str, key: str) -> str:
+                per = [mean(collect(ents, time, "overlap", layer, key)) for layer in layers]
+                per = [v for v in per if not math.isnan(v)]
+                if not per:
+                    return "—"
+                if len(layers) == 1:
+                    return ms(collect(ents, time, "overlap", layers[0], key))
+                return f"{fmt(min(per))} to {fmt(max(per))} ({len(layers)} layers)"
+            wj = span("after_stage1", "weighted_jaccard")
+            lines.append(f"| {lab} | {span('after_stage1', 'cosine')} | {span('final', 'cosine')} | "
+                         f"{wj if wj != '—' else 'n/a'} | {_moved(ents)} |")
+        lines.append("")
+        vn = [lab for lab in labels if collect(ent(ctx, bench, lab), "final", "usage", "stages", "atoms")]
+        if vn:
+            lines += ["Atom reuse (first layer, test splits, after both stages): atoms used by any test sample of the first "
+                      "stage only, of the second only, of both; per factor (on `id` and the split across stages together) "
+                      "the atoms it uses (active in at least 5 % of the "
+                      "samples containing it), the atoms specific to it (used by no combination without it) and their reuse "
+                      "(share of the factor's combinations that use each specific atom; 1 = every combination containing "
+                      "the factor uses it); active atoms per sample on `id` (mean, median; the distribution is in the "
+                      "sparsity figure); atoms left bit-for-bit unchanged by the second stage.", "",
+                      "| model | atoms | stage 1 only | stage 2 only | both | atoms per factor | specific per factor | reuse "
+                      "| active per sample (mean / median) | unchanged by stage 2 |", "|---|---|---|---|---|---|---|---|---|---|"]
+            for lab in vn:
+                ents = ent(ctx, bench, lab)
+                factors = dig(ents[0], "final", "usage", "factors") or []
+
+                def per_factor(key: str) -> str:
+                    cols = [collect(ents, "final", "usage", key, i) for i in range(len(factors))]
+                    return ", ".join(f"{f} {_num(mean(c)) if c else '—'}" for f, c in zip(factors, cols))
+                st = ["first_only", "second_only", "both"]
+                unchanged = [v for e in ents for k, w in (e.get("weight_change") or {}).items()
+                             if k.endswith(".S") and (v := w.get("atoms_unchanged")) is not None]
+                lines.append(f"| {lab} | {_num(mean(collect(ents, 'final', 'usage', 'stages', 'atoms')))} | "
+                             + " | ".join(_ms_count(collect(ents, "final", "usage", "stages", k)) for k in st)
+                             + f" | {per_factor('atoms_per_factor')} | {per_factor('specific_per_factor')} | {per_factor('reuse')}"
+                             + f" | {ms(collect(ents, 'final', 'sparsity', 0, 'mean'))} / "
+                               f"{ms(collect(ents, 'final', 'sparsity', 0, 'median'))} | {ms(unchanged)} |")
+            lines.append("")
+        return lines
+    return render
+
+
+def _moved(ents: list[dict[str, Any]]) -> str:
+    """Relative parameter change during stage 2, range over the parameters (mean over seeds)."""
+    names = list((ents[0].get("weight_change") or {}))
+    per = [mean([e["weight_change"][n]["relative"] for e in ents if n in e.get("weight_change", {})]) for n in names]
+    per = [v for v in per if not math.isnan(v)]
+    if not per:
+        return "—"
+    return fmt(per[0]) if len(per) == 1 else f"{fmt(min(per))} to {fmt(max(per))}"
+
+
+def _ent_seeds(ctx: ReportContext, benches: list[str]) -> str:
+    seeds = sorted({e["seed"] for b in benches for e in ctx.fits(b, "vn") if e["stats"].get("entanglement")})
+    return ",".join(map(str, seeds)) or "—"
+
+
+def orthogonal_claim(bound: float) -> Callable[[ReportContext], Verdict]:
+    """VN's mean update cosine after stage 1 has |.| below ``bound`` on every continual bench."""
+    def check(ctx: ReportContext) -> Verdict:
+        parts, ok, cos = [], True, {}
+        for b in continual_benches(ctx):
+            values = collect(ent(ctx, b.name, "vn"), "after_stage1", "overlap", "layer0", "cosine")
+            mlp = [abs(v) for e in ent(ctx, b.name, "mlp") for v in
+                   [w.get("cosine") for w in (dig(e, "after_stage1", "overlap") or {}).values()] if v is not None]
+            if not values:
+                continue
+            ok = ok and abs(mean(values)) < bound
+            cos[b.name] = mean(values)
+            parts.append(f"{b.name}: VN {fmt(mean(values))}" + (f" (MLP layers |cos| up to {fmt(max(mlp))})" if mlp else ""))
+        if not parts:
+            return Verdict(None, "no records yet.")
+        worst = max(cos, key=lambda n: abs(cos[n]))
+        return Verdict(ok, "mean update cosine after stage 1: " + "; ".join(parts) + ".",
+                       effect=f"|cos| up to {fmt(abs(cos[worst]))} ({worst})", against=f"the bound {fmt(bound)}",
+                       seeds=_ent_seeds(ctx, list(cos)), notes=(ENTANGLEMENT_NOTE,), reading="vn")
+    return check
+
+
+def disjoint_claim(bound: float) -> Callable[[ReportContext], Verdict]:
+    """Fewer than ``bound`` of VN's used atoms serve test samples of both stages, on every continual bench."""
+    def check(ctx: ReportContext) -> Verdict:
+        parts, ok, shares = [], True, {}
+        for b in continual_benches(ctx):
+            ents = ent(ctx, b.name, "vn")
+            both, atoms = collect(ents, "final", "usage", "stages", "both"), collect(ents, "final", "usage", "stages", "atoms")
+            wj = collect(ents, "final", "usage", "stages", "weighted_jaccard")
+            if not both:
+                continue
+            share = mean(both) / mean(atoms)
+            ok = ok and share < bound
+            shares[b.name] = share
+            parts.append(f"{b.name}: {100 * share:.0f} % of the atoms serve test samples of both stages "
+                         f"(usage-weighted Jaccard {fmt(mean(wj))})")
+        if not parts:
+            return Verdict(None, "no records yet.")
+        lo, hi = min(shares.values()), max(shares.values())
+        span = f"{100 * lo:.0f} %" if f"{100 * lo:.0f}" == f"{100 * hi:.0f}" else f"{100 * lo:.0f}–{100 * hi:.0f} %"
+        return Verdict(ok, "; ".join(parts) + ".", effect=f"{span} of the atoms shared",
+                       against=f"{100 * bound:.0f} % of the used atoms", seeds=_ent_seeds(ctx, list(shares)),
+                       notes=(ENTANGLEMENT_NOTE,), reading="vn")
+    return check
+
+
+# -- 3. amortised inference --------------------------------------------------------------------------
+def amortised_text(ctx: ReportContext) -> list[str]:
+    b = amortised_benches(ctx)[0]
+    steps, repeats = b.options["steps"], b.options["repeats"]
+    return ["## Amortised inference", "",
+            f"A LISTA encoder per layer ({steps} unrolled steps, trained on the training inputs to minimise the layer's "
+            "own LASSO objective: no FISTA codes needed), on every VN benchmark: those of `vn_benchmarks`, and nbody and "
+            "mnist transform of `vn_dynamics` at its (smaller) task sizes (same task parameters, same chosen "
+            f"configuration of the vector reading `vn`), alone and as FISTA's warm start. {AMORTISED_NOTE} Times are the "
+            f"fastest of {repeats} runs, one thread, the whole test split at once.", ""]
+
+
+AMORTISED_NOTE = ("Not amortised: the applied-weight readings `vn_applied` / `vn_applied_set` (their context inference "
+                  "is also a FISTA-solved LASSO, but `AmortisedVN` wraps only `VectorNetwork` layers and no encoder was "
+                  "built for them).")
+
+
+def _goal_met(v: Any, speedup: float, error: float) -> bool:
+    return mean(v("speedup_equal_energy")) >= speedup and mean(v("error_ratio")) <= error
+
+
+def warm(v: Any) -> str:
+    """The warm start's speed-up to plain FISTA's final energy; when no warm-started budget up to
+    ``max_iter`` reaches it, says so, with the speed-up at the full budget beside it."""
+    reached = v("warm_start_speedup_equal_energy")
+    if reached:
+        return ms(reached, 2)
+    full = v("warm_start_speedup")
+    return "not reached" + (f" ({ms(full, 2)} at the full budget)" if full else "")
+
+
+def amortised_table(speedup: float, error: float) -> Callable[[ReportContext], list[str]]:
+    def render(ctx: ReportContext) -> list[str]:
+        lines = ["Per benchmark and test split, mean ± sample std over seeds. *FISTA error*: the VN with plain FISTA "
+                 "(its own budget); *encoder error ratio*: the encoder alone over FISTA; *x faster, equal energy* / *equal "
+                 "error*: FISTA's time at its cheapest iteration budget whose free energy (test error) is at least as low "
+                 "as the encoder's, over the encoder's time (`≥`: no budget up to FISTA's `max_iter` is as good, so the "
+                 "ratio uses the full budget: a lower bound); *warm start*: FISTA warm-started by the encoder, its time to "
+                 "plain FISTA's final energy, as a speed-up (*not reached*: no warm-started budget up to `max_iter` gets "
+                 "as low; in brackets the speed-up with both at the full budget); *OOD/ID*: each method's error on the "
+                 "split over its error on `id` (an encoder that loses VN's OOD behaviour has a larger ratio than FISTA). "
+                 f"Goal: at least {fmt(speedup)}x faster at no more than {fmt(error)}x FISTA's error.", "",
+                 "| benchmark | split | FISTA error | encoder error ratio | x faster, equal energy | x faster, equal error | "
+                 "warm start x faster | OOD/ID FISTA | OOD/ID encoder | goal |", "|---|---|---|---|---|---|---|---|---|---|"]
+        any_rows = False
+        for b in amortised_benches(ctx):
+            if "vn" not in ctx.labels(b.name):
+                continue
+            for s in dict.fromkeys(c.split for c in ctx.cells(b.name, "error_ratio")):
+                any_rows = True
+                v = lambda m: vals(ctx, b.name, "vn", s, m)  # noqa: E731
+
+                def bound(key: str) -> str:
+                    text = ms(v(f"speedup_equal_{key}"), 2)
+                    return ("≥ " + text) if any(x > 0 for x in v(f"beyond_budget_{key}")) else text
+                ood = ["—", "—"]
+                if s != "id":
+                    for i, m in enumerate(("fista_error", "amortised_error")):
+                        num, den = mean(v(m)), mean(vals(ctx, b.name, "vn", "id", m))
+                        ood[i] = fmt(num / den) if den and not math.isnan(num) else "—"
+                lines.append(f"| {b.name.removeprefix('amortised_')} | {s} | {ms(v('fista_error'))} | "
+                             f"{ms(v('error_ratio'))} | {bound('energy')} | {bound('error')} | {warm(v)} | "
+                             f"{ood[0]} | {ood[1]} | {'met' if _goal_met(v, speedup, error) else 'not met'} |")
+        if not any_rows:
+            return ["No records yet (`hebbnets reproduce vn_claims --benches "
+                    + ",".join(b.name for b in amortised_benches(ctx)) + "`).", ""]
+        return lines + [""] + amortised_configs(ctx)
+    return render
+
+
+def _source_spec(bench: Any) -> str:
+    """The spec whose bench an amortised bench measures (``vn_dynamics`` or ``vn_benchmarks``)."""
+    from .._spec import get_spec
+
+    dynamics = {b.name for b in get_spec("vn_dynamics").benches}
+    return "vn_dynamics" if bench.name.removeprefix("amortised_") in dynamics else "vn_benchmarks"
+
+
+def _lam_differs(cfg: dict[str, Any]) -> bool:
+    return cfg.get("test_lam") is not None and cfg.get("test_lam") != cfg.get("lam")
+
+
+def amortised_configs(ctx: ReportContext) -> list[str]:
+    """The VN configuration each amortised bench ran (from its records) and the code commit whose
+    task configs file chose it (the ``vn_benchmarks`` choice at that commit)."""
+    lines = ["The VN each row measures: the configuration `vn_benchmarks` (nbody, mnist transform: `vn_dynamics`) had "
+             "chosen for the task at the records' commit (`src/hebbnets/tasks/configs/`), as recorded:", ""]
+    for b in amortised_benches(ctx):
+        fits = ctx.fits(b.name, "vn")
+        if not fits:
+            lines.append(f"- `{b.name.removeprefix('amortised_')}`: not run (no records).")
+            continue
+        cfg = fits[0]["config"]
+        shown = {k: cfg[k] for k in ("atoms", "hidden", "lam", "beta", "test_lam", "topk", "epochs", "patience", "max_iter")
+                 if k in cfg}
+        commits = sorted({str(e.get("commit"))[:7] for e in fits})
+        line = (f"- `{b.name.removeprefix('amortised_')}` (seeds {','.join(str(e['seed']) for e in fits)}; "
+                f"commit {', '.join(commits)}): " + ", ".join(f"`{k}={v}`" for k, v in shown.items()) + ".")
+        # the amortised measurement infers at the training lam (the encoder learns that LASSO), while the
+        # benchmark rows predict at test_lam: where they differ, the FISTA column is not that row's error
+        if _lam_differs(cfg):
+            line += (f" FISTA and the encoder both infer at the training `lam={cfg.get('lam')}` here, not at the "
+                     f"test-time `lam={cfg['test_lam']}` the `{_source_spec(b)}` row predicts with, so the FISTA error "
+                     "column differs from that row's test error.")
+        # a later search may have chosen another configuration: these rows then measure the earlier one
+        changed = {k: v for k, v in ctx.chosen_config(b.name, "vn").items() if cfg.get(k) != v}
+        if changed:
+            line += (" **Not the configuration chosen now** (now: " + ", ".join(f"`{k}={v}`" for k, v in changed.items())
+                     + f"), so these rows measure the earlier one (rerun: `hebbnets reproduce vn_claims --stage run "
+                     f"--benches {b.name}`).")
+        lines.append(line)
+    return lines + [""]
+
+
+def amortised_claim(speedup: float, error: float) -> Callable[[ReportContext], Verdict]:
+    """At least ``speedup`` x faster than FISTA at equal energy at no more than ``error`` x its test
+    error, on every amortised benchmark and split."""
+    def check(ctx: ReportContext) -> Verdict:
+        met, missed, cells = [], [], []
+        for b in amortised_benches(ctx):
+            if "vn" not in ctx.labels(b.name):
+                continue
+            for s in dict.fromkeys(c.split for c in ctx.cells(b.name, "error_ratio")):
+                v = lambda m: vals(ctx, b.name, "vn", s, m)  # noqa: E731
+                (met if _goal_met(v, speedup, error) else missed).append(f"{b.name.removeprefix('amortised_')}/{s}")
+                cells.append(ctx.cell(b.name, "vn", s, "error_ratio"))
+        if not met and not missed:
+            return Verdict(None, "no records yet.")
+        lam = [b.name.removeprefix("amortised_") for b in amortised_benches(ctx)
+               if ctx.fits(b.name, "vn") and _lam_differs(ctx.fits(b.name, "vn")[0]["config"])]
+        notes = ((f"Not met on {', '.join(missed)}." if missed else ""), AMORTISED_NOTE,
+                 (f"On {', '.join(lam)} FISTA and the encoder infer at the training `lam`, not at the test-time `lam` "
+                  f"the benchmark row predicts with ({_page(ctx, 'amortised')})." if lam else ""))
+        return Verdict(not missed, f"met on {len(met)} of {len(met) + len(missed)} benchmark splits"
+                       + (f" ({', '.join(met)})" if met else "") + (f"; not met on {len(missed)}" if missed else "")
+                       + ".", effect=f"goal met on {len(met)} of {len(met) + len(missed)} splits",
+                       against="plain FISTA (the VN's own inference)", seeds=seeds_text(*cells), notes=notes,
+                       reading="AmortisedVN")
+    return check
+
+
+# -- 4. faster FISTA (the speed report's measurement) ------------------------------------------------
+def fista_speed(ctx: ReportContext) -> list[str]:
+    from .narration_speed import vn_inference_lines
+
+    other = ctx.other_spec("speed")
+    e = other.measure("vn_inference") if other is not None else None
+    lines = ["## Faster FISTA at scale", ""]
+    if e is None:
+        return lines + ["No `vn_inference` record in `records/speed.jsonl` yet (`hebbnets reproduce speed --benches "
+                        "vn_inference`).", ""]
+    return lines + ["From `reports/speed.md` (the `vn_inference` measurement of the `speed` spec; "
+                    "`python benchmarks/vn_inference.py` prints the same table):", "", *vn_inference_lines(e)]
+
+
+# -- layout helpers ------------------------------------------------------------------------------------
+def coverage(ctx: ReportContext) -> list[str]:
+    """What the records hold against what the spec plans: benches and rows not run, and rows with
+    fewer seeds than planned (a cut for compute time is stated here, from the store)."""
+    missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name))]
+    if not missing:
+        seeds = sorted({s for b in ctx.spec.benches for s in b.at(ctx.scale).seeds})
+        return ["Every bench and row of the spec has records for seeds " + ", ".join(map(str, seeds)) + ".", ""]
+    return ["Not run in this round (compute time: one single-thread process on a shared 2-core machine), so every "
+            "statement below leaves these out:", "", *missing, ""]
+
+
+def links(ctx: ReportContext) -> list[str]:
+    return [f"Why a model forgets (update overlap, atom reuse, sparsity) and its figures: {_page(ctx, 'entanglement')}. "
+            f"Amortised inference per benchmark and split, and the faster FISTA quoted from the speed report: "
+            f"{_page(ctx, 'amortised')}. Every validation point: {_page(ctx, 'configs')}.", ""]
