@@ -163,3 +163,19 @@ def test_every_model_fits_and_predicts_on_cuda_like_on_the_cpu(name):
         assert (out.cpu() == ref).float().mean() >= 0.9
     else:
         torch.testing.assert_close(out.cpu(), ref, rtol=1e-3, atol=1e-4)
+
+
+def test_the_device_check_script_runs_end_to_end_at_smoke_sizes(tmp_path):
+    # benchmarks/gpu_check.py is what a machine with a GPU runs; here: every part at tiny sizes on the CPU
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_check.py"
+    spec = importlib.util.spec_from_file_location("gpu_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--smoke", "--device", "cpu", "--out", str(tmp_path / "r.json")]) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert [r["part"] for r in rows] == ["vn_inference", "epoch", "epoch", "rsgn_step"] and all(r["ok"] for r in rows)
+    assert module.main(["--device", "tpu"]) == 2

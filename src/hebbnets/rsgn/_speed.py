@@ -94,15 +94,22 @@ def ignition_speed(n_nodes: int = 65536, seq_len: int = 512, batch_size: int = 4
             "same_spark_fraction": float((a_d == a_k).float().mean())}
 
 
+def _sync() -> None:
+    if torch.cuda.is_available():  # CUDA runs asynchronously: a clock read waits for its work
+        torch.cuda.synchronize()
+
+
 def _timed(fn) -> tuple[Any, float]:
+    _sync()
     t0 = time.perf_counter()
     out = fn()
+    _sync()
     return out, time.perf_counter() - t0
 
 
 def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: int = 32, n_features: int = 32,
                        n_classes: int = 10, repeats: int = 3, structure_every: int = 100, calibrate_steps: int = 0,
-                       seed: int = 0, **config: Any) -> dict[str, Any]:
+                       seed: int = 0, device: Any = None, **config: Any) -> dict[str, Any]:
     """Seconds per full training step of ``model`` on random ``(batch_size, seq_len, n_features)``
     inputs, median over ``repeats`` steps after one warm-up step.
 
@@ -117,7 +124,8 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
     at the final temperature, so activity is measured near the homeostatic target rather than at
     initialisation; ``activity`` / ``activity_post_cap`` report the timed steps' values.
     ``config``: overrides of the model's config. ``peak_rss_gb``: the process's peak resident
-    memory over this call (reset at its start on Linux; NaN elsewhere).
+    memory over this call (reset at its start on Linux; NaN elsewhere). ``device``: where the
+    model and its batches live (``hebbnets.models.make``'s ``device``; default the CPU).
     """
     from .._model import DataSpec
     from .._split import Split
@@ -133,12 +141,11 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
         cfg["n_nodes"] = n_nodes
     if model == "rsgn":
         cfg.setdefault("structure_every", structure_every)
-    m = make(model, seed=seed, batch_size=batch_size, **cfg)
-    m.spec = DataSpec((seq_len, n_features), (), n_classes)
-    _, build_s = _timed(lambda: m._build(m.spec))
+    m = make(model, seed=seed, batch_size=batch_size, device=device, **cfg)
+    _, build_s = _timed(lambda: m.build(DataSpec((seq_len, n_features), (), n_classes)))
     g = torch.Generator().manual_seed(seed)
     batches = [Split(torch.randn(batch_size, seq_len, n_features, generator=g),
-                        torch.randint(0, n_classes, (batch_size,), generator=g)) for _ in range(2)]
+                     torch.randint(0, n_classes, (batch_size,), generator=g)).to(m.device) for _ in range(2)]
     opt = make_optimizer(m.parameters(), m.config)
     hooks = m.training_callbacks()
     for cb in hooks:
