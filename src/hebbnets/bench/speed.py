@@ -332,3 +332,28 @@ def rsgn_parity_speed(batches: int = 4, repeats: int = 10, threads: int = 1) -> 
         parity.dense_messages = matmul
         torch.set_num_threads(prev_threads)
     return [row]
+
+
+# -- the sparse RSGN's cost (the rsgn report's measurements) ------------------------------------------
+@register_measurement("rsgn_cost")
+def _rsgn_cost(**params: Any) -> list[dict[str, Any]]:
+    """The sparse RSGN's training-step cost against N (``hebbnets.rsgn._speed.cost_scaling``)."""
+    from ..rsgn import _speed as rsgn_speed
+
+    return rsgn_speed.cost_scaling(**params)
+
+
+@register_measurement("rsgn_graph_build")
+def _rsgn_graph_build(sizes: list[int], **params: Any) -> list[dict[str, Any]]:
+    """The exact kNN graph build against the O(N^2) one (``hebbnets.rsgn._speed.graph_builds``)."""
+    from ..rsgn import _speed as rsgn_speed
+
+    return rsgn_speed.graph_builds(sizes, **params)
+
+
+@register_measurement("rsgn_training_step")
+def _rsgn_training_step(**params: Any) -> list[dict[str, Any]]:
+    """One model's full training step (``hebbnets.rsgn._speed.training_step_cost``)."""
+    from ..rsgn import _speed as rsgn_speed
+
+    return [rsgn_speed.training_step_cost(**params)]

@@ -267,6 +267,26 @@ def _history(ctx: FitContext) -> dict[str, Any] | None:
     return out
 
 
+@register_statistic("rsgn_fit")
+def _rsgn_fit(ctx: FitContext) -> dict[str, Any] | None:
+    """Sparse RSGN: ``fit_summary()`` (activity before / after the cap at the selected epoch,
+    whether it met the selection limit, edges pruned / sprouted, affinities), its per-epoch
+    history, and the activity per step (index 0 = ignition) of the last test forward, before
+    and after the cap (the fit protocol scores the test split just before statistics)."""
+    m = ctx.model
+    if not hasattr(m, "fit_summary") or not getattr(m, "train_history", None):
+        return None
+    out = m.fit_summary()
+    h = m.train_history
+    for key in ("val", "activity_val", "activity_post_cap_val", "activity_train", "activity_post_cap_train",
+                "target_activity", "selectable", "pruned", "sprouted", "alive_edges"):
+        if h.get(key) is not None:
+            out[f"epoch_{key}"] = list(h[key])
+    out["test_pre_cap_per_step"] = list(m.last_stats["active_pre_cap"])
+    out["test_post_cap_per_step"] = list(m.last_stats["active_fraction"])
+    return out
+
+
 @register_statistic("slow_rules")
 def _slow_rules(ctx: FitContext) -> dict[str, Any] | None:
     """What RSGN-style slow local rules did over the fit (``model.stats``): mean Hebbian and

@@ -18,9 +18,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...bench.speed import register_measurement
-from ...rsgn import _speed
-from .._protocols import register_statistic
 from ..reporting import Claim, Custom, Figure, Notes, Text, Verdicts
 from ..reporting.narration_rsgn import MODEL_NAME, RSGNReport
 from .._spec import Bench, Measure, Scale, Spec, register_spec, variant
@@ -176,41 +173,6 @@ MILLION = Measure(
     {"model": "rsgn", "n_nodes": 1048576, "seq_len": 8192, "batch_size": 8, "n_features": 32, "n_classes": 10,
      "repeats": 1, "structure_every": 50, "calibrate_steps": 0},
     scales={"smoke": {"n_nodes": 128, "seq_len": 16}}, title="one training step at 1,048,576 nodes")
-
-
-@register_measurement("rsgn_cost")
-def _cost(**params: Any) -> list[dict[str, Any]]:
-    return _speed.cost_scaling(**params)
-
-
-@register_measurement("rsgn_graph_build")
-def _graph_build(sizes: list[int], **params: Any) -> list[dict[str, Any]]:
-    return _speed.graph_builds(sizes, **params)
-
-
-@register_measurement("rsgn_training_step")
-def _training_step(**params: Any) -> list[dict[str, Any]]:
-    return [_speed.training_step_cost(**params)]
-
-
-@register_statistic("rsgn_fit")
-def _rsgn_fit(ctx: Any) -> dict[str, Any] | None:
-    """Sparse RSGN: ``fit_summary()`` (activity before / after the cap at the selected epoch,
-    whether it met the selection limit, edges pruned / sprouted, affinities), its per-epoch
-    history, and the activity per step (index 0 = ignition) of the last test forward, before
-    and after the cap (the fit protocol scores the test split just before statistics)."""
-    m = ctx.model
-    if not hasattr(m, "fit_summary") or not getattr(m, "train_history", None):
-        return None
-    out = m.fit_summary()
-    h = m.train_history
-    for key in ("val", "activity_val", "activity_post_cap_val", "activity_train", "activity_post_cap_train",
-                "target_activity", "selectable", "pruned", "sprouted", "alive_edges"):
-        if h.get(key) is not None:
-            out[f"epoch_{key}"] = list(h[key])
-    out["test_pre_cap_per_step"] = list(m.last_stats["active_pre_cap"])
-    out["test_post_cap_per_step"] = list(m.last_stats["active_fraction"])
-    return out
 
 
 # == the report ======================================================================================
