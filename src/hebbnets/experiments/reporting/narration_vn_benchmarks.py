@@ -17,7 +17,9 @@ from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, 
 RESULT = ("functions1d_masked", "functions1d_reconstruct", "spatial2d_decode", "spatial2d_reconstruct",
           "mnist_reconstruct")
 #: model-free references: shown, never a baseline
-REFERENCES = ("gap_interp", "zeros")
+#: model-free references: shown beside the baselines, never the best baseline (they say whether the
+#: data's structure alone suffices)
+REFERENCES = ("gap_interp", "zeros", "svd_image-r1", "svd_image-r7")
 
 
 def _result_benches(ctx: ReportContext) -> list[Any]:

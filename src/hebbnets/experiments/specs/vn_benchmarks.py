@@ -36,7 +36,7 @@ SEEDS = (0, 1, 2)
 LR3 = [1e-3, 3e-3, 1e-2]
 #: smoke scale: one epoch, short FISTA budgets (the whole spec, searches included, in seconds)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
-                 "vn_pairs": {"max_iter": 20}}
+                 "vn_pairs": {"max_iter": 20}, "pca": {"n_components": 4}}
 
 
 def _rates(vn_rho: float) -> dict[str, float]:
@@ -130,6 +130,8 @@ def _spatial(mode: str, vn: Moves, extra: tuple, extra_tuning: dict[str, Moves])
             # factorized: the answer's structure built in (a product of x and y profiles): exact by construction
             *S_BASELINES,
             "zeros",  # reference: the empty image
+            # reference (issue 29): each image's own best rank-1 approximation, no learning; a bump is rank 1
+            *((variant("svd_image-r1", "svd_image", rank=1),) if mode == "reconstruct" else ()),
         ),
         options={"statistics": ["error_map", "atoms"]},
         tuning={"vn": vn, **extra_tuning}, kept=dict.fromkeys(S_BASELINES, 9),
@@ -196,6 +198,15 @@ MNIST_RECONSTRUCT = Bench(
         "conv_ae",
         "vae",
         "mlp",
+        # the field's simplest code (issue 29): PCA fitted on the training digits, at the `vn` row's measured
+        # active code size (418 of its 1,024 atoms per digit on id: the diagnostics page) and at the
+        # autoencoders' latent size; no hyper-parameter beyond the component count, which the rule sets
+        variant("pca-418", "pca", n_components=418),
+        variant("pca-128", "pca", n_components=128),
+        # references: each digit's own truncated SVD (rank 1, and rank 7: 7 x (28 + 28) = 392 numbers,
+        # about the code size), no learning
+        variant("svd_image-r1", "svd_image", rank=1),
+        variant("svd_image-r7", "svd_image", rank=7),
     ),
     options={"statistics": ["atoms"]},
     tuning={
