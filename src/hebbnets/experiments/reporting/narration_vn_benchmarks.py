@@ -786,6 +786,20 @@ def _against(cells: list[tuple[str, Cell, Cell]]) -> str:
     return ", ".join(dict.fromkeys(b.label for _, _, b in cells)) + " (best baseline)"
 
 
+def _structure_note(ctx: ReportContext, bench: str) -> list[str]:
+    """A note per per-image SVD reference on ``bench``: the error the data's own structure gives
+    with no learning at all (issue 29: whether a reading's structure alone explains its win)."""
+    m = _metric(ctx, bench)
+    out = []
+    for lab in (r for r in REFERENCES if r.startswith("svd_image") and r in ctx.labels(bench)):
+        cells = [(s, ctx.cell(bench, lab, s, m)) for s in ["id", *_ood_splits(ctx, bench, m)]]
+        text = ", ".join(f"{s} {c.text()}" for s, c in cells if c is not None)
+        if text:
+            out.append(f"{bench}: the model-free reference `{lab}` (each image's own truncated SVD, nothing learned) "
+                       f"reaches {text}: the data's structure alone gives this error (never counted as a baseline).")
+    return out
+
+
 def pattern_claim(bench: str) -> Callable[[ReportContext], Verdict]:
     """The paper's pattern on ``bench`` under some VN reading: ID parity, OOD at most ``OOD_FACTOR``
     on every OOD split and, where the reading has a no-shared-factor control, the control's OOD
@@ -811,7 +825,7 @@ def pattern_claim(bench: str) -> Callable[[ReportContext], Verdict]:
         cells = _best_cells(ctx, bench, reading)
         notes = [f"{ctx.spec.bench(bench).task} {_STRENGTH[bench]}."] + [f"{bench}, `{h}` carries the pattern: {c}." for h in holding
                                                       if (c := _caveat(ctx, bench, h))]
-        notes += [c for lab in readings for c in results[lab][2]]
+        notes += [c for lab in readings for c in results[lab][2]] + _structure_note(ctx, bench)
         return Verdict(bool(holding) if holding or not undecided else "undecided", evidence,
                        effect=shorts[reading].split(" ", 1)[1], against=_against(cells),
                        seeds=seeds_text(*(c for _, mine, best in cells for c in (mine, best))),
