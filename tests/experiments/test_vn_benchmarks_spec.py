@@ -185,12 +185,14 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     def entry(n, epochs, patience):
         return {"config": {"epochs": epochs, "patience": patience}, "points": [{"config": {}}] * n}
     files = {"mnist_comp-reconstruct": {"models": {"vn": entry(6, 40, 5), "vn_matrix": entry(6, 40, 5),
-                                                   **{m: entry(6, 40, 5) for m in ("ae", "conv_ae", "vae", "mlp")}}},
+                                                   **{m: entry(6, 40, 5) for m in ("ae", "conv_ae", "vae", "mlp")},
+                                                   "dict_learning": {"config": {}, "points": [{"config": {}}] * 6}}},
              "functions1d-masked": {"models": {"vn": entry(8, 30, 5),
                                                **{m: entry(8, 200, 20) for m in ("transformer", "mamba", "mlp")}}}}
     monkeypatch.setattr(ctx, "configs", lambda name, follow=True: files.get(name, {"same_as": "functions1d-masked"}))
     rows = {line.split(" | ")[0].strip("| "): line for line in vb.budget_table(ctx)[2:]}
-    assert rows["mnist_reconstruct"].endswith("| yes |")
+    assert rows["mnist_reconstruct"].endswith("| yes |")  # a solver without epochs counts by its points
+    assert "`dict_learning`: 6 points, its own solver (no epochs)" in rows["mnist_reconstruct"]
     assert "`vn`: 8 points, 30 epochs, patience 5" in rows["functions1d_masked"]
     assert rows["functions1d_masked"].endswith("| **no** (cut against VN) |")  # same points, shorter cap
     assert "no search of its own" in rows["functions1d_reconstruct"]

@@ -253,7 +253,21 @@ def _points_and_stopping(ctx: ReportContext, bench: Any, model: str) -> tuple[in
     """(validation points, stopping rule) of ``model``'s entry in ``bench``'s configs file."""
     entry = ctx.configs(bench.configs).get("models", {}).get(model, {})
     cfg = entry.get("config", {})
+    if not _trains_by_epochs(model):
+        return len(entry.get("points", [])), SOLVER_STOP
     return len(entry.get("points", [])), (_stopping(cfg) if {"epochs", "patience"} <= set(cfg) else "?")
+
+
+#: the stopping rule of a model without epochs (a closed form or a library's own solver)
+SOLVER_STOP = "its own solver (no epochs)"
+
+
+def _trains_by_epochs(model: str) -> bool:
+    import dataclasses
+
+    from ... import models
+
+    return "epochs" in {f.name for f in dataclasses.fields(models.get(model).Config)}
 
 
 _CUT_MARK = "**no** (cut against VN)"
@@ -272,8 +286,8 @@ def budget_table(ctx: ReportContext) -> list[str]:
             continue
         vn = {m: _points_and_stopping(ctx, b, m) for m in tuned if m in READINGS}
         base = {m: _points_and_stopping(ctx, b, m) for m in tuned if m not in READINGS}
-        equal = (len({n for n, _ in (*vn.values(), *base.values())}) == 1
-                 and len({r for _, r in (*vn.values(), *base.values())}) == 1)
+        equal = (len({n for n, _ in (*vn.values(), *base.values())}) == 1  # a solver's stopping rule is its own
+                 and len({r for _, r in (*vn.values(), *base.values()) if r != SOLVER_STOP}) == 1)
         def show(budgets: dict[str, tuple[int, str]]) -> str:
             groups: dict[tuple[int, str], list[str]] = {}
             for m, nr in budgets.items():
