@@ -336,3 +336,20 @@ def test_working_set_rejects_bad_input(kwargs, word):
     args = {**dict(G=torch.eye(3), b=torch.ones(2, 3), lam=0.1), **kwargs}
     with pytest.raises(ValueError, match=f"^{word}"):
         fista_working_set(**args)
+
+
+@pytest.mark.parametrize("every", [3, 8])
+def test_stopping_tests_every_few_iterations_reach_the_same_objective(every):
+    # on an accelerator the stopping test is a host-device sync, so fista tests it every few iterations
+    S, x = _problem()
+    G, b = S.T @ S, x @ S
+    lip = largest_eigenvalue(G)
+    each = fista(lambda v: v @ G, b, 0.05, lip, max_iter=2000, tol=1e-9)
+    sparse = fista(lambda v: v @ G, b, 0.05, lip, max_iter=2000, tol=1e-9, check_every=every)
+    assert each.converged and sparse.converged
+    assert sparse.iterations % every == 0 and each.iterations <= sparse.iterations < each.iterations + every
+    torch.testing.assert_close(sparse.objective, each.objective, rtol=1e-10, atol=1e-12)
+    capped = fista(lambda v: v @ G, b, 0.05, lip, max_iter=10, tol=1e-9, check_every=every)
+    assert capped.iterations == 10  # the budget still ends the loop
+    with pytest.raises(ValueError, match="^check_every:"):
+        fista(lambda v: v @ G, b, 0.05, lip, check_every=0)
