@@ -229,3 +229,18 @@ def test_per_sample_loss_averages_to_the_supervised_loss():
     per = per_sample_loss(out, reg, rspec)
     torch.testing.assert_close(per, ((out - target) ** 2).mean((1, 2)))
     torch.testing.assert_close(per.mean(), supervised_loss(out, reg, rspec))
+
+
+def test_compile_trains_the_same_model_as_eager():
+    # TrainConfig.compile: torch.compile of the training step's loss; same weights up to float rounding
+    import warnings
+
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(64, 6, generator=g)
+    split = hn.Split(x, x @ torch.randn(6, 2, generator=g))
+    cfg = dict(hidden=(8,), epochs=2, batch_size=32, progress=False)
+    eager = hn.models.make("mlp", seed=0, **cfg).fit(split)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        compiled = hn.models.make("mlp", seed=0, compile=True, **cfg).fit(split)
+    torch.testing.assert_close(compiled.predict(x), eager.predict(x), rtol=1e-4, atol=1e-5)

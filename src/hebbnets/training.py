@@ -81,6 +81,9 @@ class TrainConfig:
     # neutral: the value that computes what fits did before the field existed (record keys omit it)
     ewc_lambda: float = field(default=0.0, metadata={"neutral": 0.0})
     ewc_samples: int = field(default=1024, metadata={"neutral": 1024})
+    # torch.compile the training step's loss (forward) once per fit: pays on long fits only (the
+    # compile costs seconds to a minute); what compiles and the measured ratios: docs/speed.md
+    compile: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
         check_positive(self.lr, "lr")
@@ -296,6 +299,8 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
     model.selected_epoch = None
     for cb in hooks:
         cb.on_fit_start(model, train, val)
+    # graph breaks are allowed (an RSGN step searches its kNN sparks on the CPU, and branches on data)
+    loss_fn = torch.compile(model._loss) if getattr(cfg, "compile", False) else model._loss
     step = 0
     bar = tqdm(range(cfg.epochs), desc=f"{model.name} fit", disable=not cfg.progress or None, leave=False)
     for epoch in bar:
@@ -307,7 +312,7 @@ def train_backprop(model: BackpropModel, split: Split, callbacks: Iterable[Callb
         total, max_norm = 0.0, 0.0
         for start in range(0, len(train), cfg.batch_size):
             batch = train.subset(perm[start : start + cfg.batch_size])
-            loss = model._loss(batch)
+            loss = loss_fn(batch)
             for cb in hooks:
                 extra = cb.penalty(model, batch)
                 if extra is not None:

@@ -357,3 +357,86 @@ def _rsgn_training_step(**params: Any) -> list[dict[str, Any]]:
     from ..rsgn import _speed as rsgn_speed
 
     return [rsgn_speed.training_step_cost(**params)]
+
+
+# -- torch.compile: does the hot path compile, and does it pay (on this machine) -----------------------
+def _compiled_against_eager(fn: Callable[[], Any], repeats: int) -> dict[str, Any]:
+    """``fn`` eager, then ``torch.compile``'d with ``fullgraph=True`` (the whole call one graph) and
+    with graph breaks allowed: the first call's seconds (compilation included) and the best of
+    ``repeats`` afterwards; a mode that does not compile is recorded with its error's first line."""
+    import torch._dynamo
+
+    row: dict[str, Any] = {"eager_s": best_time(fn, repeats)}
+    for mode, fullgraph in (("fullgraph", True), ("graph_breaks", False)):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, fullgraph=fullgraph)
+        try:
+            t0 = time.perf_counter()
+            compiled()
+            row[f"{mode}_first_call_s"] = time.perf_counter() - t0
+            row[f"{mode}_s"] = best_time(compiled, repeats)
+            row[f"{mode}_ratio"] = row[f"{mode}_s"] / row["eager_s"]
+        except Exception as exc:  # noqa: BLE001 - not compiling is the measured outcome
+            row[f"{mode}_error"] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]}"
+    torch._dynamo.reset()
+    return row
+
+
+@register_measurement("compile_speed")
+def compile_speed(fista_size: tuple[int, int, int] = (1024, 256, 128), fista_iters: int = 50,
+                  rsgn_nodes: int = 4096, rsgn_seq_len: int = 64, batch_size: int = 32, repeats: int = 3,
+                  threads: int = 1) -> list[dict[str, Any]]:
+    """``torch.compile`` of the two hot paths against eager, in one run: VN inference (``fista``
+    over a shared Gram, ``fista_iters`` iterations, no early stop) and a sparse RSGN training step
+    (forward and loss, then backward) at ``rsgn_nodes`` nodes. Rows: per path the eager seconds,
+    each compile mode's first call (compilation included) and steady seconds, their ratio to
+    eager, or the error that stopped it; ``max_abs_diff`` compiled (graph breaks) against eager.
+    ``rsgn_nodes=0`` leaves the RSGN step out (its compilation takes about a minute)."""
+    import torch._dynamo
+
+    from .. import models
+    from .._model import DataSpec
+    from .._split import Split
+    from ..vn.fista import fista, largest_eigenvalue
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    rows = []
+    try:
+        B, K, n = fista_size
+        gen = torch.Generator().manual_seed(0)
+        S = torch.randn(n, K, generator=gen)
+        S = S / S.norm(dim=0)
+        G, b = S.T @ S, torch.randn(B, n, generator=gen) @ S
+        lip = float(largest_eigenvalue(G))
+
+        def infer() -> torch.Tensor:
+            return fista(lambda v: v @ G, b, 0.1, lip, max_iter=fista_iters, tol=0.0).codes
+
+        row = _compiled_against_eager(infer, repeats)
+        torch._dynamo.reset()
+        diff = float((torch.compile(infer)() - infer()).abs().max())
+        rows.append({"path": "fista", "B": B, "K": K, "n": n, "iterations": fista_iters, "threads": threads,
+                     **row, "max_abs_diff": diff})
+        torch._dynamo.reset()
+        if not rsgn_nodes:
+            return rows
+
+        m = models.make("rsgn", seed=0, n_nodes=rsgn_nodes, batch_size=batch_size, progress=False)
+        m.build(DataSpec((rsgn_seq_len, 32), (), 10))
+        g = torch.Generator().manual_seed(0)
+        batch = Split(torch.randn(batch_size, rsgn_seq_len, 32, generator=g), torch.randint(0, 10, (batch_size,), generator=g))
+        m.train()
+
+        def train_step() -> torch.Tensor:
+            loss = m._loss(batch)
+            loss.backward()
+            m._batch = None  # the slow rules' record of this batch: not wanted here
+            return loss.detach()
+
+        row = _compiled_against_eager(train_step, repeats)
+        rows.append({"path": "rsgn_step", "n_nodes": rsgn_nodes, "seq_len": rsgn_seq_len, "batch": batch_size,
+                     "threads": threads, **row})
+    finally:
+        torch.set_num_threads(prev)
+    return rows

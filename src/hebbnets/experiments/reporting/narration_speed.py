@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from .sections import ReportContext, Verdict, fmt
+from .sections import ReportContext, Verdict, fmt, table_cell
 
 def _machine(e: dict) -> str:
     m = e["stats"].get("machine", {})
@@ -115,6 +115,30 @@ def parity_section(ctx: ReportContext) -> list[str]:
             f"from {r['batches_timed']} batches).", ""]
 
 
+
+
+def compile_section(ctx: ReportContext) -> list[str]:
+    """``torch.compile`` of the two hot paths: whole-graph and with graph breaks, against eager."""
+    e = ctx.measure("compile_speed")
+    if e is None:
+        return ["No records yet (`hebbnets reproduce speed`).", ""]
+    what = {"fista": lambda r: f"VN inference: `fista`, {r['B']} x {r['K']} codes, {r['iterations']} iterations",
+            "rsgn_step": lambda r: f"sparse RSGN training step: {r['n_nodes']:,} nodes, T = {r['seq_len']}, batch "
+                                   f"{r['batch']} (forward, loss, backward)"}
+    lines = [f"Each path eager, then `torch.compile`'d (inductor, {e['rows'][0]['threads']} thread; {_machine(e)}): "
+             "`fullgraph=True` (the call as one graph) and with graph breaks allowed (the default). First call: "
+             "compilation included; steady: best of the later calls. `TrainConfig.compile` (any backprop model) "
+             "compiles the training step's loss this way.", "",
+             "| path | eager | fullgraph | graph breaks: first call | graph breaks: steady | compiled / eager |",
+             "|---|---|---|---|---|---|"]
+    for r in e["rows"]:
+        full = r.get("fullgraph_error") or f"{1e3 * r['fullgraph_s']:.1f} ms"
+        lines.append(f"| {what[r['path']](r)} | {1e3 * r['eager_s']:.1f} ms | {table_cell(full)} | "
+                     f"{r.get('graph_breaks_first_call_s', float('nan')):.1f} s | "
+                     f"{1e3 * r.get('graph_breaks_s', float('nan')):.1f} ms | {fmt(r.get('graph_breaks_ratio'))} |")
+    return lines + ["", "Neither path compiles as one graph: `fista` checks its input for NaN/Inf and tests its "
+                    "stopping rule on data, the RSGN step branches on data and searches its sparks on the CPU "
+                    "(a KD-tree). With graph breaks the pieces between compile.", ""]
 
 
 # -- claim checks -----------------------------------------------------------------------------------

@@ -6,8 +6,8 @@ re-exported here for the ``vn_claims`` report)."""
 from __future__ import annotations
 
 from ..reporting import Claim, Custom, Notes, Text, Verdicts
-from ..reporting.narration_speed import (inference_claim, matrix_claim, parity_section, vn_inference_lines,  # noqa: F401
-                                         vn_inference_section, vn_matrix_section)
+from ..reporting.narration_speed import (compile_section, inference_claim, matrix_claim, parity_section,
+                                         vn_inference_lines, vn_inference_section, vn_matrix_section)  # noqa: F401
 from .._spec import Measure, Spec, register_spec
 
 VN_INFERENCE = Measure("vn_inference", "vn_inference",
@@ -18,11 +18,14 @@ VN_MATRIX = Measure("vn_matrix_inference", "vn_matrix_inference", {"batch": 256,
                     title="matrix-atom inference")
 PARITY_SPEED = Measure("rsgn_parity_speed", "rsgn_parity_speed", {"batches": 4, "repeats": 10, "threads": 1},
                        scales={"smoke": {"batches": 1, "repeats": 1}}, title="rsgn_parity message op")
+COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 128], "rsgn_nodes": 4096},
+                  scales={"smoke": {"fista_size": [16, 8, 4], "fista_iters": 3, "rsgn_nodes": 0, "repeats": 1}},
+                  title="torch.compile against eager")
 
 
 SPEC = register_spec(Spec(
     "speed", "Speed and scaling, against the reference each fast path replaces",
-    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED),
+    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE),
     intro="Measured in one run each (`hebbnets reproduce speed`); every ratio is against a reference timed in the same run.",
     sections=(
         Verdicts((
@@ -43,6 +46,8 @@ SPEC = register_spec(Spec(
              "`benchmarks/rsgn_scaling.py` prints the same)."),
         Text("## rsgn_parity: the author's message op"),
         Custom(parity_section),
+        Text("## torch.compile against eager (CPU)"),
+        Custom(compile_section),
         Notes(),
     ),
 ))
