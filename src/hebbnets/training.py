@@ -82,7 +82,7 @@ class TrainConfig:
     ewc_lambda: float = field(default=0.0, metadata={"neutral": 0.0})
     ewc_samples: int = field(default=1024, metadata={"neutral": 1024})
     # torch.compile the training step's loss (forward) once per fit: pays on long fits only (the
-    # compile costs seconds to a minute); what compiles and the measured ratios: docs/speed.md
+    # compile costs seconds to a minute); what compiles and the measured ratios: reports/speed.md
     compile: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
