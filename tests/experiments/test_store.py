@@ -81,7 +81,7 @@ def test_a_field_added_at_its_neutral_value_keeps_old_keys_and_any_other_value_c
     from hebbnets.experiments import canonical_config, neutral_values
 
     old = dict(task="t", task_params={}, model="mlp", config={"lr": 1e-3}, seed=0, protocol="fit")
-    assert neutral_values("mlp") == {"ewc_lambda": 0.0, "ewc_samples": 1024}
+    assert neutral_values("mlp") == {"ewc_lambda": 0.0, "ewc_samples": 1024, "compile": False}
     k = fit_key(**old)
     assert fit_key(**{**old, "config": {"lr": 1e-3, "ewc_lambda": 0.0, "ewc_samples": 1024}}) == k
     assert fit_key(**{**old, "config": {"lr": 1e-3, "ewc_lambda": 1.0}}) != k
