@@ -36,8 +36,7 @@ SEEDS = (0, 1, 2)
 LR3 = [1e-3, 3e-3, 1e-2]
 #: smoke scale: one epoch, short FISTA budgets (the whole spec, searches included, in seconds)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
-                 "vn_pairs": {"max_iter": 20}, "pca": {"n_components": 4},
-                 "dict_learning": {"n_components": 4, "n_iter": 1}}
+                 "vn_pairs": {"max_iter": 20}, "pca": {"n_components": 4}}
 
 
 def _rates(vn_rho: float) -> dict[str, float]:
@@ -204,7 +203,6 @@ MNIST_RECONSTRUCT = Bench(
         # autoencoders' latent size; no hyper-parameter beyond the component count, which the rule sets
         variant("pca-418", "pca", n_components=418),
         variant("pca-128", "pca", n_components=128),
-        "dict_learning",  # scikit-learn's sparse coder: MiniBatchDictionaryLearning + sparse_encode, vn's atom count
         # references: each digit's own truncated SVD (rank 1, and rank 7: 7 x (28 + 28) = 392 numbers,
         # about the code size), no learning
         variant("svd_image-r1", "svd_image", rank=1),
@@ -222,11 +220,6 @@ MNIST_RECONSTRUCT = Bench(
         "conv_ae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "vae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "mlp": Grid({"hidden": [(512, 512), (1024, 1024)], "lr": LR3}, base=_MN),
-        # the sparse coder's own lam (alpha) searched like vn's, 6 points as every model here. An earlier
-        # scratch search put the best alpha at the low edge of 0.005-0.02 (n_iter 2 vs 5 changed little);
-        # alpha 0.001 did not finish one point in 20 min on this machine (its dense codes make lasso_cd
-        # slow), so the grid starts at 0.005: the report flags a choice on the grid's edge
-        "dict_learning": Grid({"alpha": [0.005, 0.01, 0.02], "n_iter": [1, 2]}, base=dict(n_components=1024)),
     },
     scales={"smoke": Scale(params={"n_train": 48, "n_test": 12}, config=_SMOKE_CONFIG)},
     title="mnist_comp, mode=reconstruct")
