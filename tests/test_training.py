@@ -244,3 +244,29 @@ def test_compile_trains_the_same_model_as_eager():
         warnings.simplefilter("ignore")
         compiled = hn.models.make("mlp", seed=0, compile=True, **cfg).fit(split)
     torch.testing.assert_close(compiled.predict(x), eager.predict(x), rtol=1e-4, atol=1e-5)
+
+
+def test_fits_and_predictions_run_with_the_set_thread_count_and_restore_the_callers(monkeypatch):
+    seen = []
+    model = hn.models.make("mlp", hidden=(4,), epochs=1, progress=False)
+    x = torch.randn(16, 3)
+
+    class Probe(hn.training.Callback):
+        def on_fit_start(self, model, train, val):
+            seen.append(torch.get_num_threads())
+
+    model.callbacks = [Probe()]
+    before = torch.get_num_threads()
+    try:
+        hn.set_threads(2)
+        model.fit(hn.Split(x, x))
+        assert seen == [2] and torch.get_num_threads() == before  # set during the fit, restored after
+        hn.set_threads(None)  # torch's own setting, untouched
+        torch.set_num_threads(1)
+        model.fit(hn.Split(x, x))
+        assert seen[-1] == 1
+        with pytest.raises(ValueError, match="^threads:"):
+            hn.set_threads(0)
+    finally:
+        hn.set_threads(1)
+        torch.set_num_threads(before)

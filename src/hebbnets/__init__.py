@@ -7,7 +7,7 @@
 """
 from ._version import __version__
 from ._split import Split
-from ._model import DataSpec, Model
+from ._model import DataSpec, Model, set_threads
 from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
@@ -16,4 +16,4 @@ from . import bench
 from . import experiments
 
 __all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "experiments", "metrics",
-           "models", "rsgn", "tasks", "training", "vn", "__version__"]
+           "models", "rsgn", "set_threads", "tasks", "training", "vn", "__version__"]

@@ -37,6 +37,35 @@ from ._version import __version__
 from .metrics import default_metric, get_metric
 
 CONFIG_FILE = "config.json"
+
+#: torch intra-op threads while a model fits or predicts (``set_threads``); ``None``: torch's own
+_THREADS: list[int | None] = [1]
+
+
+def set_threads(n: int | None) -> None:
+    """Torch threads every ``fit``, ``partial_fit`` and ``predict`` runs with (default 1, as the
+    CLI); the caller's setting is restored after each call. ``None`` leaves torch's setting alone.
+
+    One thread is the default because the fits' matmuls are small: on a busy machine OpenMP's
+    spinning threads slow them several-fold, while on an idle one more threads help the larger
+    backprop models somewhat and the VN's sparse inference hardly at all (README, "Threads").
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 1):
+        raise ValueError(f"threads: expected an int >= 1 or None, got {n!r}")
+    _THREADS[0] = n
+
+
+class _threads:
+    """Run a block with ``set_threads``' thread count, restoring torch's setting afterwards."""
+
+    def __enter__(self) -> None:
+        self.before = torch.get_num_threads()
+        if _THREADS[0] is not None and _THREADS[0] != self.before:
+            torch.set_num_threads(_THREADS[0])
+
+    def __exit__(self, *exc: Any) -> None:
+        if torch.get_num_threads() != self.before:
+            torch.set_num_threads(self.before)
 WEIGHTS_FILE = "model.safetensors"
 
 
@@ -217,7 +246,7 @@ class Model(nn.Module):
             raise ValueError(f"split: expected hebbnets.Split, got {type(split).__name__}")
         # fork_rng: a seeded model is reproducible without touching the caller's global RNG
         split = self._placed(split)
-        with torch.random.fork_rng(devices=self._rng_devices()):
+        with _threads(), torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             self.build(DataSpec.from_split(split))
             self._fit(split)
@@ -239,7 +268,7 @@ class Model(nn.Module):
             return self.fit(split)
         self._check_compatible(split)
         split = self._placed(split)
-        with torch.random.fork_rng(devices=self._rng_devices()):
+        with _threads(), torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             self._partial_fit(split)
         return self
@@ -254,7 +283,7 @@ class Model(nn.Module):
         x_mask = check_mask(x_mask, x, "x_mask", "x")
         x = x.to(device=self._device, dtype=self._dtype)
         x_mask = None if x_mask is None else x_mask.to(device=self._device, dtype=self._dtype)
-        with torch.random.fork_rng(devices=self._rng_devices()):
+        with _threads(), torch.random.fork_rng(devices=self._rng_devices()):
             torch.manual_seed(self.seed)
             was_training = self.training
             self.eval()

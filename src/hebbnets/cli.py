@@ -89,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         torch.set_num_threads(args.threads)
+        from ._model import set_threads
+
+        set_threads(args.threads)
     if args.device is not None:
         from ._validation import resolve_device
 

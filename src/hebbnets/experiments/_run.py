@@ -29,7 +29,7 @@ import torch
 from .._version import __version__
 from .. import models as _models
 from .. import tasks as _tasks
-from .._model import DataSpec
+from .._model import DataSpec, set_threads
 from .._validation import resolve_device
 from ._protocols import FitContext, FitHook, get_protocol
 from ._spec import Bench, Measure, Spec
@@ -208,6 +208,7 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
     The same payload gives the same entry on any backend (timings aside)."""
     if payload.get("threads"):
         torch.set_num_threads(int(payload["threads"]))
+        set_threads(int(payload["threads"]))  # what every fit and prediction of the job runs with
     t0 = time.perf_counter()
     if payload["kind"] == "measure":
         from ..bench.speed import get_measurement, machine
