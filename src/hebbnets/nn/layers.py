@@ -32,7 +32,7 @@ from ..vn.applied import NORM_POLICIES as PAIR_NORM_POLICIES
 from ..vn.applied import AppliedAtomStack
 from ..vn.fista import PRODUCT_FORMS, LassoTerm, kkt_violation, masked_lasso
 from ..vn.matrix import MatrixAtomLayer as _MatrixLibrary
-from ..vn.network import NORM_POLICIES, AtomLayer
+from ..vn.network import NORM_POLICIES, AtomLayer, rescale_atoms
 from ._checks import check_input, check_mask_like, factory_dtype
 from .implicit import implicit_lasso, sparse_code
 
@@ -217,20 +217,6 @@ class VNLayer(AtomLayer):
         rescale_atoms(self.S, self.U, active, self.norm_policy)
         self.unused_batches.copy_(torch.where(active, 0, self.unused_batches + 1))
         return {"S": dS, "U": dU, "code": g}
-
-
-def rescale_atoms(S: torch.Tensor, U: torch.Tensor, active: torch.Tensor, policy: str) -> None:
-    """In place: the atom-norm policy on the ``active`` ``(K,)`` columns of ``S`` ``(n, K)`` and
-    ``U`` ``(m, K)`` (``VNLayer``: ``"unit_s"``, ``"clip_s"``, ``"none"``). ``s`` and ``u`` are
-    divided by the same factor, so only the code's scale changes; other columns keep their bits."""
-    if policy == "none" or not bool(active.any()):
-        return
-    idx = active.nonzero().squeeze(-1)
-    scale = S[:, idx].norm(dim=0).clamp_min(1e-12)
-    if policy == "clip_s":
-        scale = scale.clamp_min(1.0)
-    S[:, idx] = S[:, idx] / scale
-    U[:, idx] = U[:, idx] / scale
 
 
 # --- matrix codes ------------------------------------------------------------------------------------

@@ -216,6 +216,23 @@ class Inference:
     energy_history: list[float] = field(default_factory=list)
 
 
+def rescale_atoms(S: torch.Tensor, U: torch.Tensor, active: torch.Tensor, policy: str) -> None:
+    """In place: the atom-norm policy (``NORM_POLICIES``) on the ``active`` ``(K,)`` columns of
+    ``S`` ``(n, K)`` and ``U`` ``(m, K)``: ``"unit_s"`` scales each active ``s`` to unit norm,
+    ``"clip_s"`` only shrinks those above 1, ``"none"`` leaves them. ``s`` and ``u`` are divided by
+    the same factor, so only the code's scale changes; inactive columns keep their exact bits.
+    The one copy of this rule: ``VectorNetwork.atomic_hebb`` and ``hebbnets.nn.VNLayer.hebb_step``."""
+    if policy == "none" or not bool(active.any()):
+        return
+    scale = S.norm(dim=0).clamp_min(1e-12)  # (K,)
+    if policy == "clip_s":
+        scale = scale.clamp_min(1.0)
+    scale = torch.where(active, scale, torch.ones_like(scale))
+    idx = active.nonzero().squeeze(-1)
+    S[:, idx] = S[:, idx] / scale[idx]
+    U[:, idx] = U[:, idx] / scale[idx]
+
+
 @register("vn")
 class VectorNetwork(Model):
     """A Vector Network (Pokel and Grewe, 2026), trained by inference + Atomic-Hebb only.
@@ -487,18 +504,7 @@ class VectorNetwork(Model):
         return updates
 
     def _apply_norm_policy(self, layer: AtomLayer, active: torch.Tensor) -> None:
-        policy = self.config.norm_policy
-        if policy == "none" or not bool(active.any()):
-            return
-        norms = layer.S.norm(dim=0)  # (K,)
-        scale = norms.clamp_min(1e-12)
-        if policy == "clip_s":
-            scale = scale.clamp_min(1.0)
-        scale = torch.where(active, scale, torch.ones_like(scale))
-        idx = active.nonzero().squeeze(-1)
-        # only active columns are rewritten, so inactive ones keep their exact bits
-        layer.S[:, idx] = layer.S[:, idx] / scale[idx]
-        layer.U[:, idx] = layer.U[:, idx] / scale[idx]
+        rescale_atoms(layer.S, layer.U, active, self.config.norm_policy)
 
     def _reseed(self, layer: AtomLayer, r_x: torch.Tensor, r_h: torch.Tensor, dead: torch.Tensor) -> None:
         """Point dead atoms at the largest residuals of the batch (one sample per atom)."""
