@@ -440,3 +440,35 @@ def compile_speed(fista_size: tuple[int, int, int] = (1024, 256, 128), fista_ite
     finally:
         torch.set_num_threads(prev)
     return rows
+
+
+@register_measurement("vn_warm_start")
+def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None, model: str = "vn",
+                  seed: int = 0, threads: int = 1) -> list[dict[str, Any]]:
+    """A ``model`` fit at ``task``'s chosen configuration, cold (every FISTA solve from zeros) and
+    with ``warm_start`` (each training sample from its previous epoch's codes), in one run: wall
+    seconds, FISTA iterations of the training inferences, epochs run, the best validation error
+    and the test errors. Ratios are cold / warm."""
+    from .. import models, tasks
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        inst = tasks.make(task, seed=seed, **(params or {}))
+        row: dict[str, Any] = {"task": task, "model": model, "seed": seed, "threads": threads,
+                               "n_train": len(inst.train)}
+        for name, warm in (("cold", False), ("warm", True)):
+            m = models.make(model, seed=seed, task=inst, warm_start=warm, progress=False)
+            t0 = time.perf_counter()
+            m.fit(inst.train)
+            row[f"{name}_seconds"] = time.perf_counter() - t0
+            row[f"{name}_iterations"] = m.fit_iterations
+            row[f"{name}_epochs"] = len(m.train_history["energy"])
+            row[f"{name}_best_val"] = min(m.train_history["val"]) if m.train_history["val"] else math.nan
+            for split, test in inst.tests.items():
+                row[f"{name}_test_{split}"] = m.score(test)
+        row["seconds_ratio"] = row["cold_seconds"] / row["warm_seconds"]
+        row["iterations_ratio"] = row["cold_iterations"] / max(1, row["warm_iterations"])
+    finally:
+        torch.set_num_threads(prev)
+    return [row]

@@ -141,6 +141,25 @@ def compile_section(ctx: ReportContext) -> list[str]:
                     "(a KD-tree). With graph breaks the pieces between compile.", ""]
 
 
+def warm_start_section(ctx: ReportContext) -> list[str]:
+    """``vn_warm_start``: a VN fit cold and with per-sample warm starts (``warm_start=True``)."""
+    e = ctx.measure("vn_warm_start")
+    if e is None:
+        return ["No records yet (`hebbnets reproduce speed`).", ""]
+    r = e["rows"][0]
+    tests = sorted(k.removeprefix("cold_test_") for k in r if k.startswith("cold_test_"))
+    lines = [f"`{r['model']}` on `{r['task']}` ({r['n_train']:,} training samples, seed {r['seed']}, its chosen "
+             f"configuration, {r['threads']} thread; {_machine(e)}), fitted cold and with `warm_start=True` (each "
+             "training sample's FISTA solves start from its codes of the previous epoch), in one run:", "",
+             "| start | wall s | FISTA iterations | epochs | best validation MSE | "
+             + " | ".join(f"test {t}" for t in tests) + " |", "|---|---|---|---|---|" + "---|" * len(tests)]
+    for name in ("cold", "warm"):
+        lines.append(f"| {name} | {r[f'{name}_seconds']:.1f} | {r[f'{name}_iterations']:,} | {r[f'{name}_epochs']} | "
+                     f"{fmt(r[f'{name}_best_val'])} | " + " | ".join(fmt(r[f"{name}_test_{t}"]) for t in tests) + " |")
+    return lines + ["", f"Cold / warm: {r['seconds_ratio']:.2f}x the wall time, {r['iterations_ratio']:.2f}x the "
+                    "iterations (the goal of issue 31 is 5x less wall time at equal validation error).", ""]
+
+
 # -- claim checks -----------------------------------------------------------------------------------
 def inference_claim(size: tuple[int, int, int], target: float = 5.0) -> Callable[[ReportContext], Verdict]:
     """Batched FISTA (the fastest of mfista, fista and the working-set solver) at least ``target``

@@ -6,8 +6,9 @@ re-exported here for the ``vn_claims`` report)."""
 from __future__ import annotations
 
 from ..reporting import Claim, Custom, Notes, Text, Verdicts
-from ..reporting.narration_speed import (compile_section, inference_claim, matrix_claim, parity_section,
-                                         vn_inference_lines, vn_inference_section, vn_matrix_section)  # noqa: F401
+from ..reporting.narration_speed import (compile_section, inference_claim, matrix_claim, parity_section,  # noqa: F401
+                                         vn_inference_lines, vn_inference_section, vn_matrix_section,
+                                         warm_start_section)
 from .._spec import Measure, Spec, register_spec
 
 VN_INFERENCE = Measure("vn_inference", "vn_inference",
@@ -21,11 +22,13 @@ PARITY_SPEED = Measure("rsgn_parity_speed", "rsgn_parity_speed", {"batches": 4, 
 COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 128], "rsgn_nodes": 4096},
                   scales={"smoke": {"fista_size": [16, 8, 4], "fista_iters": 3, "rsgn_nodes": 0, "repeats": 1}},
                   title="torch.compile against eager")
+WARM_START = Measure("vn_warm_start", "vn_warm_start", {"task": "toy_atoms"},
+                     scales={"smoke": {"params": {"n_train": 64, "n_test": 16}}}, title="VN warm starts across epochs")
 
 
 SPEC = register_spec(Spec(
     "speed", "Speed and scaling, against the reference each fast path replaces",
-    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE),
+    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE, WARM_START),
     intro="Measured in one run each (`hebbnets reproduce speed`); every ratio is against a reference timed in the same run.",
     sections=(
         Verdicts((
@@ -48,6 +51,8 @@ SPEC = register_spec(Spec(
         Custom(parity_section),
         Text("## torch.compile against eager (CPU)"),
         Custom(compile_section),
+        Text("## VN training: warm starts across epochs"),
+        Custom(warm_start_section),
         Notes(),
     ),
 ))
