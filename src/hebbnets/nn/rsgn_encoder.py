@@ -93,7 +93,7 @@ class RSGNEncoder(nn.Module):
         ``return_activity`` also the activity after ignition and after every step, a list of
         ``n_steps + 1`` dense ``(B, n_nodes)`` tensors (exact zeros for inactive nodes)."""
         x = check_input(x, "x", self.core.embed.weight, (self.in_features,), ndim=3)
-        readout, trace = self.core.propagate(self.core._tokens(x, None))  # (B, d_hidden)
+        readout, trace = self.core.propagate(self.core.tokens(x))  # (B, d_hidden)
         out = self.core.head(readout)
         if not return_activity:
             return out
@@ -112,14 +112,13 @@ class RSGNEncoder(nn.Module):
         Returns:
             ``{"target", "hebbian_update"}``: the target used and the norm of the affinity change.
         """
-        record = self.core._batch
+        record = self.core.take_batch_record()
         if record is None:
             raise ValueError("loss: no training-mode forward since the last slow_step; call the encoder in "
                              "train() mode on the batch first")
         loss = check_per_sample(loss, "loss", self.core.embed.weight, record["n_samples"])
         target = self.config.target_activity if target is None else target
         check_positive(target, "target", allow_zero=True)
-        self.core._batch = None  # one slow step per recorded batch
         return self.core.slow_step({**record, "loss": loss.detach()}, float(target))
 
     @torch.no_grad()

@@ -61,28 +61,9 @@ step, never inside ``forward``:
   neighbours, pruning of edges with ``sigmoid(a_e) < prune_threshold``, sprouting into pruned
   slots, and an exact kNN rebuild; the temperature ``T`` anneals at each epoch's end.
 
-The paper's mechanisms and what the default model uses:
-
-============================  =====================================================================
-mechanism (paper)             default ``rsgn``
-============================  =====================================================================
-Poincaré-ball positions       yes (a geoopt ``ManifoldParameter``); moved by the slow drift rule;
-                              ``position_grad=True`` adds gradients through geoopt's RiemannianAdam
-hierarchical levels           yes, tied to geometry: ``l_i = d_H(0, p_i)`` (not learned separately)
-sparse learned edges          kNN edges (k = 16, exact, rebuilt once per epoch) with free per-edge
-                              affinities, learned by the Hebbian rule only (no gradient)
-ignition of 1-2 % of nodes    yes, top-k of a Gaussian field around the sparks: exactly
-                              ``ignite_frac`` = 2 % by construction (a design choice, not a result)
-soft thresholds, annealed T   yes (T: 1 -> 0.1 over the epochs); a node fires iff its drive reaches
-                              its threshold (``floor = 1/2``), exact zeros otherwise
-local inhibition              divisive normalisation over the kNN neighbourhood (can only lower)
-1-2 % active nodes            measured before the safety cap and controlled by homeostasis (target
-                              1.5 %); only epochs with validation activity <= 2 % are restored
-reward-modulated Hebbian      three-factor rule with a per-sample reward (above)
-pruning / sprouting           yes, once per epoch, at ``prune_threshold`` / ``sprout_threshold``
-resonance to a fixed point    no: a fixed number of steps ``n_steps`` (as the author's code)
-readout                       activity-weighted mean of the states after ignition and every step
-============================  =====================================================================
+The paper's mechanisms and what the default model uses: one table, generated from
+``RSGNConfig``'s defaults by the rsgn report (``reports/rsgn_sparse.md``; built by
+``experiments/reporting/narration_rsgn.py``), so it cannot drift from the code.
 """
 from __future__ import annotations
 
@@ -461,6 +442,17 @@ class RSGN(SlowRuleModel):
         p = self.positions()
         return Graph(self.nbr, self.alive, self.affinity, p, self.node_levels(p), cfg.tau,
                      1.0 if cfg.level_sign == "paper" else -1.0)
+
+    def tokens(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The propagation's input tokens of a batch ``x`` ``(B, T, F)`` (``(B, T)`` is one
+        feature), as ``propagate`` takes them (what ``hebbnets.nn.RSGNEncoder.forward`` feeds it)."""
+        return self._tokens(x, x_mask)
+
+    def take_batch_record(self) -> dict | None:
+        """What the latest training-mode forward recorded for the slow rules (``slow_step``), or
+        ``None``; taking it clears it, so each record feeds one slow step."""
+        record, self._batch = self._batch, None
+        return record
 
     def _tokens(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         if x.ndim == 2:
