@@ -110,6 +110,7 @@ def test_scorecard_gathers_every_claim_with_links_and_when_to_use(store, tmp_pat
     assert path.name == "README.md" and "[s](s.md#verdicts)" in text
     assert "| [s](s.md#verdicts) | b: OOD | **holds** |" in text
     assert "## When to use what" in text and "| `vn` |" in text
+    assert "| [s](s.md) | 2 | 2 | 0 | 0 |" in text  # the one-screen summary: both claims hold
     assert (tmp_path / "reports" / "scorecard.png").read_bytes()[:4] == b"\x89PNG"
     assert build_scorecard((SPEC,), store.path.parent, tmp_path / "nofig", figures=False).read_text() == text
 

@@ -63,12 +63,24 @@ def _when_to_use(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]
     if not by:
         return []
     lines = ["## When to use what", "",
-             "From the verdicts above: where a model carries a claim, and where it does not.", "",
+             "From the same verdicts (every claim is listed below): where a model carries a claim, and where it does not.", "",
              "| model | what it is | its claims hold on | do not hold on | undecided |", "|---|---|---|---|---|"]
     for reading, (holds, fails, open_) in by.items():
         lines.append("| " + " | ".join(table_cell(t) for t in (
             f"`{reading}`", MODEL_ROLES.get(reading, ""), "; ".join(holds) or "none",
             "; ".join(fails) or "none", "; ".join(open_) or "—")) + " |")
+    return lines + [""]
+
+
+def _summary(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
+    """One line per report: how many of its claims hold, do not hold, or are open."""
+    lines = ["## In one screen", "",
+             "| report | claims | hold | do not hold | open (undecided, not measured) |", "|---|---|---|---|---|"]
+    for name in dict.fromkeys(spec.name for spec, *_ in rows):
+        mine = [v.holds for spec, _, _, v in rows if spec.name == name]
+        page = report_pages(next(spec for spec, *_ in rows if spec.name == name))[0]
+        lines.append(f"| [{name}]({page}) | {len(mine)} | {mine.count(True)} | {mine.count(False)} | "
+                     f"{mine.count(None)} |")
     return lines + [""]
 
 
@@ -85,14 +97,7 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
              "of mean errors (test splits, mean over seeds); in brackets the 95 % interval of the geometric-mean "
              "ratio (Welch's t on log errors over seeds) and its p-value. Details, caveats and the numbers behind "
              "each line: the linked report.", ""]
-    lines += ["| report | claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|---|"]
-    for spec, section, claim, v in rows:
-        page = report_pages(spec)[0]
-        link = f"[{spec.name}]({page}#{_anchor(section.title)})"
-        lines.append("| " + " | ".join(table_cell(t) for t in (
-            link, claim.key or claim.statement, f"**{v.word}**", v.effect or "—", v.against or "—",
-            v.seeds or "—")) + " |")
-    lines.append("")
+    lines += _summary(rows) + _when_to_use(rows)
     points = [p for _, _, _, v in rows for p in v.points]
     if figures and points:
         _figure(points, out / "scorecard.png")
@@ -101,7 +106,15 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
                   "*Error / the best baseline's error of every VN reading a claim rests on, per bench and split "
                   "(bars: the ratio of the means; dots: each seed's error over the baseline's mean), with the paper's "
                   "bands: ID parity within 1.25x, OOD about 10x lower (at most 0.2x).*", ""]
-    lines += _when_to_use(rows)
+    lines += ["## Every claim", "",
+              "| report | claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|---|"]
+    for spec, section, claim, v in rows:
+        page = report_pages(spec)[0]
+        link = f"[{spec.name}]({page}#{_anchor(section.title)})"
+        lines.append("| " + " | ".join(table_cell(t) for t in (
+            link, claim.key or claim.statement, f"**{v.word}**", v.effect or "—", v.against or "—",
+            v.seeds or "—")) + " |")
+    lines.append("")
     return write_page(out / "README.md", lines)
 
 
