@@ -683,7 +683,7 @@ class RSGN(SlowRuleModel):
         ``[-affinity_bound, affinity_bound]``), homeostasis towards ``target``, and the firing
         history. Returns the target and the norm of the Hebbian change."""
         cfg = self.config
-        n, k = self.nbr.shape
+        n, k = cfg.n_nodes, cfg.k  # the config: the one source of the graph's size
         B = record["n_samples"]
         delta = 0.0
         if cfg.hebbian:
@@ -741,7 +741,7 @@ class RSGN(SlowRuleModel):
         out = {"pruned": 0, "sprouted": 0}
         if not cfg.structural or len(self._firing) < min_history:
             return out
-        n, k = self.nbr.shape
+        n, k = cfg.n_nodes, cfg.k
         # drift: p_i <- exp_{p_i}(eta sum_j c_ij^+ log_{p_i}(p_j) / k)
         if cfg.eta_position > 0:
             p = self.positions()
