@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import platform
-import time
 import traceback
 import warnings
 from pathlib import Path
@@ -37,17 +35,11 @@ SMOKE = {"sizes": [(64, 32, 16)], "rsgn_nodes": [512], "rsgn_seq_len": 8, "mnist
 
 
 def timed(fn: Callable[[], Any], device: torch.device, repeats: int = 3) -> float:
-    """Fastest of ``repeats`` wall-clock timings of ``fn()``, the device synchronised around each."""
-    best = math.inf
-    for _ in range(repeats):
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        t0 = time.perf_counter()
-        fn()
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        best = min(best, time.perf_counter() - t0)
-    return best
+    """Fastest of ``repeats`` wall-clock timings of ``fn()``, the device synchronised around each
+    (``hebbnets._timing.best_time``; ``device`` names where the work runs, for the reader)."""
+    from hebbnets._timing import best_time
+
+    return best_time(fn, repeats)
 
 
 def lasso_problem(B: int, K: int, n: int, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:

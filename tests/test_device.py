@@ -179,3 +179,15 @@ def test_the_device_check_script_runs_end_to_end_at_smoke_sizes(tmp_path):
     rows = json.loads((tmp_path / "r.json").read_text())["rows"]
     assert [r["part"] for r in rows] == ["vn_inference", "epoch", "epoch", "rsgn_step"] and all(r["ok"] for r in rows)
     assert module.main(["--device", "tpu"]) == 2
+
+
+@pytest.mark.parametrize("name, field", [("mlp", "compile"), ("vn", "warm_start")])
+def test_the_new_switches_take_booleans_only(name, field):
+    with pytest.raises(ValueError, match=f"^{field}:"):
+        hn.models.make(name, **{field: "yes"})
+
+
+def test_half_and_bfloat16_are_remembered_like_to():
+    model = hn.models.make("mlp")
+    assert model.half().model_dtype == torch.float16 and model.bfloat16().model_dtype == torch.bfloat16
+    assert model.double().model_dtype == torch.float64

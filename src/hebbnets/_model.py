@@ -220,6 +220,12 @@ class Model(nn.Module):
     def float(self) -> "Model":
         return self.to(torch.float32)
 
+    def half(self) -> "Model":
+        return self.to(torch.float16)
+
+    def bfloat16(self) -> "Model":
+        return self.to(torch.bfloat16)
+
     def _placed(self, split: Split) -> Split:
         """``split`` on the model's device, floating tensors in its dtype (if one is set)."""
         return split.to(self._device, self._dtype)

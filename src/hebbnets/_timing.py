@@ -10,14 +10,25 @@ from typing import Any, Callable
 import torch
 
 
+def sync() -> None:
+    """Wait for queued CUDA work (a no-op without CUDA): its kernels run asynchronously, so a clock
+    read must wait for them to time what they cost."""
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    """``(fn(), seconds)``, the device synchronised before and after."""
+    sync()
+    t0 = time.perf_counter()
+    out = fn()
+    sync()
+    return out, time.perf_counter() - t0
+
+
 def best_time(fn: Callable[[], Any], repeats: int = 3) -> float:
-    """Fastest of ``repeats`` wall-clock timings of ``fn()`` (seconds)."""
-    times = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return min(times)
+    """Fastest of ``repeats`` wall-clock timings of ``fn()`` (seconds; the device synchronised)."""
+    return min(timed(fn)[1] for _ in range(repeats))
 
 
 def median_time(fn: Callable[[], Any], repeats: int = 3) -> float:

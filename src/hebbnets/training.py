@@ -94,6 +94,8 @@ class TrainConfig:
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: unknown {getattr(self, name)!r}; expected one of {list(allowed)}")
         check_int_fields(self, ("epochs", "batch_size", "patience", "ewc_samples"))
+        if not isinstance(self.compile, bool):
+            raise ValueError(f"compile: expected True or False, got {self.compile!r}")
         if not 0.0 <= self.val_fraction < 1.0:
             raise ValueError(f"val_fraction: must be in [0, 1), got {self.val_fraction!r}")
 

@@ -25,6 +25,7 @@ from typing import Any
 
 import torch
 
+from .._timing import timed as _timed
 from . import geometry as G
 
 
@@ -92,19 +93,6 @@ def ignition_speed(n_nodes: int = 65536, seq_len: int = 512, batch_size: int = 4
     return {"benchmark": "rsgn_ignition", "n_nodes": n_nodes, "seq_len": seq_len, "batch_size": batch_size,
             "dense_s": dense_s, "kdtree_s": tree_s, "ratio": tree_s / dense_s,
             "same_spark_fraction": float((a_d == a_k).float().mean())}
-
-
-def _sync() -> None:
-    if torch.cuda.is_available():  # CUDA runs asynchronously: a clock read waits for its work
-        torch.cuda.synchronize()
-
-
-def _timed(fn) -> tuple[Any, float]:
-    _sync()
-    t0 = time.perf_counter()
-    out = fn()
-    _sync()
-    return out, time.perf_counter() - t0
 
 
 def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: int = 32, n_features: int = 32,

@@ -112,6 +112,8 @@ class VNConfig:
     warm_start: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
+        if not isinstance(self.warm_start, bool):
+            raise ValueError(f"warm_start: expected True or False, got {self.warm_start!r}")
         if not self.atoms or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.atoms):
             raise ValueError(f"atoms: expected a non-empty tuple of positive ints, got {self.atoms!r}")
         if len(self.hidden) != len(self.atoms) - 1 or any(not isinstance(m, int) or m < 1 for m in self.hidden):

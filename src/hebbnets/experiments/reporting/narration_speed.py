@@ -115,8 +115,6 @@ def parity_section(ctx: ReportContext) -> list[str]:
             f"from {r['batches_timed']} batches).", ""]
 
 
-
-
 def compile_section(ctx: ReportContext) -> list[str]:
     """``torch.compile`` of the two hot paths: whole-graph and with graph breaks, against eager."""
     e = ctx.measure("compile_speed")
