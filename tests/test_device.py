@@ -191,3 +191,11 @@ def test_half_and_bfloat16_are_remembered_like_to():
     model = hn.models.make("mlp")
     assert model.half().model_dtype == torch.float16 and model.bfloat16().model_dtype == torch.bfloat16
     assert model.double().model_dtype == torch.float64
+
+
+@pytest.mark.parametrize("bad", ["tpu", "cuda:x"])
+def test_to_and_split_to_name_the_device_they_reject(bad):
+    with pytest.raises(ValueError, match="^device:"):
+        hn.models.make("mlp").to(bad)
+    with pytest.raises(ValueError, match="^device:"):
+        hn.Split(torch.randn(4, 2), torch.randn(4, 1)).to(bad)

@@ -32,7 +32,7 @@ import torch
 from torch import nn
 
 from ._split import Split
-from ._validation import as_tensor, check_float, check_mask, resolve_dtype
+from ._validation import as_tensor, check_float, check_mask, resolve_device, resolve_dtype
 from ._version import __version__
 from .metrics import default_metric, get_metric
 
@@ -192,7 +192,12 @@ class Model(nn.Module):
         there, trains there and takes its data there (splits and inputs are moved and cast to
         the model's floating dtype on the way in; predictions come back on the model's device).
         Works before and after ``fit`` and after ``hebbnets.models.load``."""
-        device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        try:
+            device, dtype, non_blocking, _ = torch._C._nn._parse_to(*args, **kwargs)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"device: model.to{args!r} is not a device or dtype ({exc})") from None
+        if device is not None:
+            resolve_device(device, "device")  # one error for a device this machine does not have
         if dtype is not None and not dtype.is_floating_point:
             raise ValueError(f"dtype: a model's parameters are floating point; got {dtype}")
         if device is not None:

@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from ._validation import as_tensor, check_float, check_mask, check_target
+from ._validation import as_tensor, check_float, check_mask, check_target, resolve_device
 
 
 class Split:
@@ -57,7 +57,7 @@ class Split:
         ``self`` when nothing moves, like ``torch.Tensor.to``."""
         if dtype is not None and (not isinstance(dtype, torch.dtype) or not dtype.is_floating_point):
             raise ValueError(f"dtype: expected a floating torch.dtype, got {dtype!r}")
-        device = None if device is None else torch.device(device)
+        device = None if device is None else resolve_device(device, "device")
 
         def move(t: torch.Tensor | None) -> torch.Tensor | None:
             if t is None:
