@@ -287,6 +287,22 @@ def _rsgn_fit(ctx: FitContext) -> dict[str, Any] | None:
     return out
 
 
+@register_statistic("rsgn_gradient_flow")
+def _rsgn_gradient_flow(ctx: FitContext) -> dict[str, Any] | None:
+    """Sparse RSGN: per propagation step the gradient reaching the node states and activities,
+    the rows it reaches, each step's share of the readout, the soft threshold's slope, the
+    fraction of candidates cut, and a linear probe's test accuracy on the step's pooled state
+    (``hebbnets.rsgn.diagnostics.gradient_flow`` on 512 test samples, probes fitted on 512
+    training samples), at the fit's final temperature and at the schedule's start and end."""
+    m = ctx.model
+    if not hasattr(m, "propagate") or not getattr(m, "train_history", None):
+        return None
+    from ..rsgn.diagnostics import gradient_flow
+
+    cfg = m.config
+    return gradient_flow(m, ctx.task.train, ctx.task.tests["id"], temperatures=(cfg.t_start, cfg.t_end))
+
+
 @register_statistic("slow_rules")
 def _slow_rules(ctx: FitContext) -> dict[str, Any] | None:
     """What RSGN-style slow local rules did over the fit (``model.stats``): mean Hebbian and

@@ -116,7 +116,11 @@ class RSGNConfig(TrainConfig):
     token_injection: bool = True  # False: every ignited node starts from W_in mean_t(x_t)
     pool_sigma: float = 0.0  # > 0: an ignited node starts from its receptive field (see module docstring)
     positional: bool = False  # append fixed sinusoidal position features to every token
-    readout: str = "all"  # "all": active nodes after ignition and every step; "last": after the last step only
+    readout: str = "all"  # "all": active nodes after ignition and every step; "last": after the last step only;
+    # "steps": one pooled vector per step side by side (head width d_h (S + 1); departs from the paper)
+    # straight-through gradient of the firing threshold (departs from the paper): candidates that did
+    # not fire enter the readout with activity exactly 0 whose gradient is that of g (see step_sparse)
+    surrogate: bool = False
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
     ignition: str = "auto"  # nearest spark by "dense" T x N distances, "kdtree", or "auto" (by T)
     knn: str = "kdtree"  # graph builder: "kdtree" (exact, sub-quadratic) or "brute" (O(N^2) reference)
@@ -142,6 +146,8 @@ class RSGNConfig(TrainConfig):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_int_fields(self, ("n_nodes", "d_space", "d_hidden", "n_steps", "k", "history"))
+        if not isinstance(self.surrogate, bool):
+            raise ValueError(f"surrogate: expected a bool, got {self.surrogate!r}")
         if self.k >= self.n_nodes:
             raise ValueError(f"k: must be < n_nodes ({self.n_nodes}), got {self.k}")
         for name in ("structure_every", "target_epochs"):
@@ -161,7 +167,7 @@ class RSGNConfig(TrainConfig):
         for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position", "pool_sigma"):
             check_positive(getattr(self, name), name, allow_zero=True)
         for name, allowed in (("level_sign", ("paper", "code")), ("levels", ("radius", "index")),
-                              ("mode", ("sparse", "dense")), ("readout", ("last", "all")), ("ignition", ("auto", "dense", "kdtree")),
+                              ("mode", ("sparse", "dense")), ("readout", ("last", "all", "steps")), ("ignition", ("auto", "dense", "kdtree")),
                               ("knn", ("kdtree", "brute"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {list(allowed)}, got {getattr(self, name)!r}")
@@ -223,6 +229,7 @@ class StepParams:
     floor: float
     inhibition: float
     max_active: int  # 0: no cap
+    surrogate: bool = False  # also return the candidates that did not fire (StepOut.ghost)
 
 
 def _hard_floor(g: torch.Tensor, floor: float) -> torch.Tensor:
@@ -298,6 +305,10 @@ class StepOut:
     fired: torch.Tensor  # (F,) flat ids active before the cap
     edges: int
     coact: tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # (sample, slot, alpha_src alpha_dst), detached
+    gate: torch.Tensor  # (R,) every candidate's g = sigmoid((z - theta) / T) before the floor, detached
+    # with StepParams.surrogate: the candidates that did not fire, (ids (G,), activity (G,) exactly 0
+    # carrying the gradient of g, states (G, d_h)), for the readout only
+    ghost: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
 
 def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: Graph, sp: StepParams) -> StepOut:
@@ -307,6 +318,12 @@ def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: 
         idx: sorted flat indices ``(A,)`` into ``B * N`` of the active nodes.
         alpha: their activity ``(A,)`` (> 0).
         h: their states ``(A, d_h)`` (rows aligned with ``idx``).
+
+    With ``sp.surrogate`` the candidates the floor, inhibition or cap zeroed are returned too
+    (``ghost``): activity ``g - g.detach()`` (exactly 0, so no value changes, but
+    ``d alpha / d g = 1``: the straight-through estimator of the step ``g [g >= floor]``) and
+    their states. The caller adds them to the readout only: they do not send in the next step
+    (that would grow the candidate set ``k``-fold per step).
     """
     n, k = graph.n, graph.k
     node = idx % n  # (A,)
@@ -336,14 +353,21 @@ def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: 
         c = alpha[row] * a[at]  # (M,) co-activation of every used edge
         used = c > 0
         coact = (idx[row][used] // n, slots[used], c[used])
-    return StepOut(cand[keep], a[keep], state[keep] * a[keep, None], fired, int(row.shape[0]), coact)
+    ghost = None
+    if sp.surrogate:
+        off = ~keep
+        ghost = (cand[off], g[off] - g[off].detach(), state[off])
+    return StepOut(cand[keep], a[keep], state[keep] * a[keep, None], fired, int(row.shape[0]), coact,
+                   g.detach(), ghost)
 
 
 def step_dense(alpha: torch.Tensor, h: torch.Tensor, W: torch.Tensor, nbr: torch.Tensor,
-               sp: StepParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+               sp: StepParams) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor | None]:
     """The reference step with a dense ``W (N, N)`` (``W[src, dst]``) and dense states
     ``h (B, N, d_h)``: ``O(B N^2 d_h)``. Same equations as ``step_sparse``. Returns the new
-    activity ``(B, N)``, states ``(B, N, d_h)`` and the activity before the cap ``(B, N)``."""
+    activity ``(B, N)``, states ``(B, N, d_h)``, the activity before the cap ``(B, N)`` and, with
+    ``sp.surrogate``, the zeroed candidates' straight-through activity times their states
+    ``(B, N, d_h)`` paired with that activity ``(B, N)`` (else ``None``)."""
     msg = torch.einsum("bi,ij,bid->bjd", alpha, W, h)  # (B, N, d_h)
     drive = alpha @ W + sp.self_excitation * alpha  # (B, N)
     active = (alpha > 0).to(W.dtype)
@@ -352,7 +376,11 @@ def step_dense(alpha: torch.Tensor, h: torch.Tensor, W: torch.Tensor, nbr: torch
     state = sp.norm(sp.transform(msg) + h)  # (B, N, d_h)
     pre = inhibit(_hard_floor(g, sp.floor) * cand, nbr, sp.inhibition, sp.floor)
     new = cap_active(pre, sp.max_active)
-    return new, state * new[..., None], pre
+    ghost = None
+    if sp.surrogate:
+        ga = (g - g.detach()) * (cand & (new == 0))  # (B, N) exactly 0, gradient of g on zeroed candidates
+        ghost = (ga[..., None] * state, ga)
+    return new, state * new[..., None], pre, ghost
 
 
 def _sinusoid(t: int, dim: int = 8) -> torch.Tensor:
@@ -416,7 +444,7 @@ class RSGN(SlowRuleModel):
         self.embed = nn.Linear(d_tok, dh)  # W_in: token -> initial node state
         self.transform = nn.Linear(dh, dh)  # W_h
         self.norm = nn.LayerNorm(dh)
-        self.head = nn.Linear(dh, d_out)
+        self.head = nn.Linear(dh * (cfg.n_steps + 1) if cfg.readout == "steps" else dh, d_out)
         # slow-rule bookkeeping (not checkpointed; reset at each fit)
         self._firing = P.FiringHistory(cfg.history, n)
         self._steps_per_epoch = 1
@@ -526,16 +554,22 @@ class RSGN(SlowRuleModel):
         cfg = self.config
         cap = 0 if cfg.max_active_frac == 0 else max(1, math.ceil(cfg.max_active_frac * cfg.n_nodes))
         return StepParams(self.theta, self.transform, self.norm, float(self.temperature), cfg.self_excitation,
-                          cfg.floor, cfg.inhibition, cap)
+                          cfg.floor, cfg.inhibition, cap, cfg.surrogate and torch.is_grad_enabled())
 
-    def propagate(self, tok: torch.Tensor, mode: str | None = None
+    def propagate(self, tok: torch.Tensor, mode: str | None = None, states: list | None = None
                   ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-        """Ignition + ``n_steps`` steps; returns the readout ``(B, d_h)`` and the activity after
-        ignition and after every step as sparse pairs ``(flat ids (A,), values (A,))``
-        (``dense_activity`` turns one into ``(B, N)``). Sets ``last_stats``; in training mode
-        also ``_batch`` (firing and co-activation for the slow rules)."""
+        """Ignition + ``n_steps`` steps; returns the readout ``(B, d_h)`` (``(B, d_h (S + 1))``
+        with ``readout="steps"``) and the activity after ignition and after every step as sparse
+        pairs ``(flat ids (A,), values (A,))`` (``dense_activity`` turns one into ``(B, N)``).
+        Sets ``last_stats``; in training mode also ``_batch`` (firing and co-activation for the
+        slow rules). ``states`` (sparse mode only): a list that gets, per step ``s = 0..S``, a dict
+        of the tensors entering the readout (``idx``, ``alpha``, ``h`` in the autograd graph;
+        ``gate``: the candidates' ``g`` before the floor, ``None`` at ignition; ``ghost``), for
+        diagnostics such as ``hebbnets.rsgn.diagnostics.gradient_flow``."""
         cfg = self.config
         mode = mode or cfg.mode
+        if states is not None and mode != "sparse":
+            raise ValueError(f"states: recorded by the sparse path only, got mode={mode!r}")
         graph = self.graph()
         p = graph.p
         B, n = tok.shape[0], cfg.n_nodes
@@ -553,8 +587,10 @@ class RSGN(SlowRuleModel):
         trace, fired, coact, edges = [(idx, alpha)], [], [], 0
         num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device)  # readout sums
         den = torch.zeros(B, dtype=h.dtype, device=h.device)
+        per_step = []  # readout="steps": one pooled vector per step
         if mode == "sparse":
             for s in range(cfg.n_steps + 1):
+                out = None
                 if s > 0:
                     out = step_sparse(idx, alpha, h, graph, sp)
                     idx, alpha, h = out.idx, out.alpha, out.h
@@ -562,9 +598,20 @@ class RSGN(SlowRuleModel):
                     fired.append(out.fired)
                     coact.append(out.coact)
                     edges += out.edges
-                if cfg.readout == "all" or s == cfg.n_steps:
+                if states is not None:
+                    states.append({"idx": idx, "alpha": alpha, "h": h, "gate": None if out is None else out.gate,
+                                   "ghost": None if out is None else out.ghost})
+                if cfg.readout == "steps":
+                    num, den = torch.zeros_like(num), torch.zeros_like(den)
+                if cfg.readout != "last" or s == cfg.n_steps:
                     num = num.index_add(0, idx // n, alpha[:, None] * h)
                     den = den.index_add(0, idx // n, alpha)
+                    if out is not None and out.ghost is not None:
+                        g_idx, g_a, g_h = out.ghost
+                        num = num.index_add(0, g_idx // n, g_a[:, None] * g_h)
+                        den = den.index_add(0, g_idx // n, g_a)
+                if cfg.readout == "steps":
+                    per_step.append(num / (den[:, None] + 1e-6))
         else:
             W = graph.dense()  # (N, N)
             src = torch.arange(n, device=W.device).repeat_interleave(cfg.k)
@@ -572,22 +619,28 @@ class RSGN(SlowRuleModel):
             h_d = torch.zeros(B * n, h.shape[1], dtype=h.dtype, device=h.device).index_put((idx,), h).reshape(B, n, -1)
             if cfg.readout == "all":
                 num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
-            for _ in range(cfg.n_steps):
+            elif cfg.readout == "steps":
+                per_step.append((a_d[..., None] * h_d).sum(1) / (a_d.sum(1)[:, None] + 1e-6))
+            for s in range(cfg.n_steps):
                 sending = (a_d > 0).to(W.dtype)
                 edges += int((sending @ (W > 0).to(W.dtype)).sum())
                 prev = a_d
-                a_d, h_d, pre = step_dense(a_d, h_d, W, self.nbr, sp)
+                a_d, h_d, pre, ghost = step_dense(a_d, h_d, W, self.nbr, sp)
                 trace.append(_sparse(a_d))
                 fired.append(pre.reshape(-1).nonzero().squeeze(1))
                 with torch.no_grad():  # co-activation of every alive edge from an active sender
                     c = prev[:, src] * a_d[:, self.nbr.reshape(-1)] * self.alive.reshape(-1)  # (B, E)
                     s_b, s_e = c.nonzero(as_tuple=True)
                     coact.append((s_b, s_e, c[s_b, s_e]))
+                g_num, g_den = (0.0, 0.0) if ghost is None else (ghost[0].sum(1), ghost[1].sum(1))
                 if cfg.readout == "all":
-                    num, den = num + (a_d[..., None] * h_d).sum(1), den + a_d.sum(1)
-            if cfg.readout == "last":
-                num, den = (a_d[..., None] * h_d).sum(1), a_d.sum(1)
-        out = num / (den[:, None] + 1e-6)  # activity-normalised readout
+                    num, den = num + (a_d[..., None] * h_d).sum(1) + g_num, den + a_d.sum(1) + g_den
+                elif cfg.readout == "steps":
+                    per_step.append(((a_d[..., None] * h_d).sum(1) + g_num) / ((a_d.sum(1) + g_den)[:, None] + 1e-6))
+                elif s == cfg.n_steps - 1:
+                    num, den = (a_d[..., None] * h_d).sum(1) + g_num, a_d.sum(1) + g_den
+        # activity-normalised readout
+        out = torch.cat(per_step, dim=1) if cfg.readout == "steps" else num / (den[:, None] + 1e-6)
         post = [tr[0].shape[0] / (B * n) for tr in trace]
         pre = [ign.pre_cap] + [f.shape[0] / (B * n) for f in fired]
         self.last_stats = {

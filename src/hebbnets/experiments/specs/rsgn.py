@@ -133,18 +133,43 @@ CUT = ("Not planned, for lack of compute (single-thread processes on a shared 2-
        "ablations on the own tasks. Nothing else was shortened: every fit that ran has its full 6 epochs.")
 
 
-# == 3b. equal budgets: the sparse model under the author's protocol (issue 30) =====================
-#: 50 epochs, AdamW, cosine, gradient clipping, the final weights kept: the dense model's budget
-#: (PAPER_PROTOCOL); on the author's split the dense model's 50-epoch numbers are the comparison
+# == 3b. equal budgets and routing designs (issue 30); every fit records its gradient flow =========
+_FLOW_STATS = {"statistics": ["rsgn_fit", "rsgn_gradient_flow"]}
+#: the routing options tried, each with S = the task's and S = 1 (labels: n1024-DESIGN[-steps1]);
+#: both depart from the paper (RSGNConfig's comments say how)
+DESIGNS = (("", {}), ("-readsteps", dict(readout="steps")), ("-surrogate", dict(surrogate=True)),
+           ("-both", dict(readout="steps", surrogate=True)))
+
+
+def _designs(prefix: str, base: dict[str, Any], designs: tuple[tuple[str, dict[str, Any]], ...]) -> tuple[Any, ...]:
+    return tuple(variant(f"{prefix}{sfx}{s1}", "rsgn", **base, **cfg, **extra) for sfx, cfg in designs
+                 for s1, extra in (("", {}), ("-steps1", {"n_steps": 1})))
+
+
+def _screen(bench: Bench, extra: tuple[Any, ...] = ()) -> Bench:
+    """The designs at the sparse bench's own budget (6 epochs, selection at <= 2 % activity); xor-range
+    adds the configuration that learned it (no positions, also at 256 nodes)."""
+    base = dict(n_nodes=N_SMALL, epochs=EPOCHS, patience=EPOCHS, positional=bench.variants[0].config["positional"])
+    return Bench(f"routing_{bench.name.removeprefix('sparse_')}", bench.task, (*_designs(f"n{N_SMALL}", base, DESIGNS), *extra),
+                 params=bench.params, data_seed=FIXED, seeds=SEEDS, options=_FLOW_STATS, scales=bench.scales,
+                 title=f"routing designs, {SHORT[bench.task]}, 6 epochs")
+
+
+SCREEN = (_screen(SPARSE_HIER), _screen(SPARSE_LONG), _screen(SPARSE_TREE),
+          _screen(SPARSE_XOR, (variant(f"n{N_SMALL}-nopos", "rsgn", n_nodes=N_SMALL, epochs=EPOCHS, patience=EPOCHS,
+                                       positional=False),
+                               variant("n256-nopos", "rsgn", n_nodes=256, epochs=EPOCHS, patience=EPOCHS, positional=False))))
+
+#: the dense model's budget (PAPER_PROTOCOL: 50 epochs, AdamW, cosine, clipping, final weights kept)
 AUTHOR_BUDGET = dict(epochs=50, patience=50, val_fraction=0.0, **PAPER_PROTOCOL)
+BUDGET_DESIGNS = (("", {}),)
 
 
 def _budget(name: str, task: str, params: dict[str, Any], smoke: Scale, *, positional: bool) -> Bench:
     base = dict(n_nodes=N_SMALL, positional=positional, **AUTHOR_BUDGET)
-    return Bench(name, task, (variant(f"n{N_SMALL}-e50", "rsgn", **base),
-                              variant(f"n{N_SMALL}-e50-steps1", "rsgn", **base, n_steps=1)),
-                 params=params, data_seed=FIXED, seeds=SEEDS, options={"curve": True, **_RSGN_STATS},
-                 scales={"smoke": smoke}, title=f"sparse RSGN at the author's budget, {SHORT[task]}")
+    return Bench(name, task, _designs(f"n{N_SMALL}-e50", base, BUDGET_DESIGNS), params=params, data_seed=FIXED,
+                 seeds=SEEDS, options={"curve": True, **_FLOW_STATS}, scales={"smoke": smoke},
+                 title=f"sparse RSGN at the author's budget, {SHORT[task]}")
 
 
 BUDGET = (_budget("budget_hierarchical", "rsgn_hierarchical", AUTHOR, SMOKE_AUTHOR, positional=False),
@@ -240,7 +265,7 @@ CLAIMS = (
 
 SPEC = register_spec(Spec(
     "rsgn", "RSGN: parity with the paper, measured sparsity, honest numbers, cost",
-    benches=(PAPER_HIER, PAPER_LONG, *TRIVIAL, *SPARSE, *LARGE.values(), *BUDGET, TREE, XOR, SLOW_RULES_PARITY),
+    benches=(PAPER_HIER, PAPER_LONG, *TRIVIAL, *SPARSE, *LARGE.values(), *SCREEN, *BUDGET, TREE, XOR, SLOW_RULES_PARITY),
     measures=(COST, GRAPH, MILLION),
     intro=("Accuracy in %, mean ± sample std (ddof 1) over seeds 0, 1, 2 unless marked. The author's data has one draw "
            "(every seed sees the same data; seeds vary the models); the own tasks are drawn once as well. Background and "
