@@ -623,3 +623,80 @@ def rsgn_cost(ctx: ReportContext, measure: str = "cost", names: dict[str, str] |
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+
+
+@register_figure("rsgn_budget_curves")
+def rsgn_budget_curves(ctx: ReportContext, panels: tuple[tuple[str, str, str, float, tuple[str, str] | None], ...]) -> Any:
+    """One panel per task, ``panels`` = (title, equal-budget bench, trivial bench, chance, the dense
+    model's (bench, label) or None): test accuracy against epoch (the fit protocol's ``curve``),
+    mean over seeds with the seed range shaded, one line per variant; the dense model's curve
+    dashed, the trivial classifiers and chance as horizontal lines."""
+    panels = tuple(p for p in panels if any(e["stats"].get("curve") for e in ctx.fits(p[1])))
+    if not panels:
+        return None
+    plt = _plt()
+    cols = min(2, len(panels))
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (title, bench, trivial, chance, dense) in zip(axes.flat, panels):
+        runs = [(v.label, bench, v.label, "-") for v in ctx.spec.bench(bench).variants]
+        if dense is not None:
+            runs.append((f"dense {dense[1]}", dense[0], dense[1], "--"))
+        for name, b, label, style in runs:
+            curves = [e["stats"]["curve"]["id"] for e in ctx.fits(b, label) if e["stats"].get("curve")]
+            if not curves:
+                continue
+            n = min(len(c) for c in curves)
+            arr = 100 * np.array([c[:n] for c in curves])
+            ep = np.arange(1, n + 1)
+            line, = ax.plot(ep, arr.mean(0), ls=style, lw=1.2, label=f"{name} ({len(curves)})")
+            if len(curves) > 1:
+                ax.fill_between(ep, arr.min(0), arr.max(0), color=line.get_color(), alpha=0.15, lw=0)
+        for v, style in zip(ctx.spec.bench(trivial).variants, (":", "--", "-.")):
+            c = ctx.cell(trivial, v.label, "id", "accuracy")
+            if c is not None:
+                ax.axhline(100 * c.mean, color="grey", ls=style, lw=0.8, label=v.label)
+        ax.axhline(100 * chance, color="black", lw=0.6, label="chance")
+        ax.set_xlabel("epoch", fontsize=8)
+        ax.set_ylabel("test accuracy, %", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=6, ncol=2, loc="best")
+    fig.tight_layout()
+    return fig
+
+
+@register_figure("rsgn_gradient_flow")
+def rsgn_gradient_flow(ctx: ReportContext, runs: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> Any:
+    """Three panels against the propagation step (0 = ignition): the loss gradient reaching the
+    node states (log), the step's share of the readout, and a linear probe's test accuracy on the
+    step's pooled state; one line per (task, run). ``runs`` = (task name, candidate (bench,
+    label) pairs, the first with ``rsgn_gradient_flow`` records is drawn, S = the task's and S = 1)."""
+    drawn = []
+    for task, candidates in runs:
+        for bench, label in candidates:
+            flows = [e["stats"]["rsgn_gradient_flow"] for e in ctx.fits(bench, label)
+                     if e["stats"].get("rsgn_gradient_flow")]
+            if flows:
+                drawn.append((f"{task} {label}", flows))
+                break
+    if not drawn:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, 3, figsize=(13.5, 3.6))
+    for name, flows in drawn:
+        steps = np.arange(flows[0]["steps"])
+        style = "--" if name.endswith("steps1") else "-"
+        for ax, values in zip(axes, ([f["at_model"]["grad_state"] for f in flows],
+                                     [f["at_model"]["readout_share"] for f in flows], [f["probe"] for f in flows])):
+            ax.plot(steps, np.nanmean(np.array(values, dtype=float), axis=0), marker="o", ms=3, ls=style, label=name)
+    axes[0].set_yscale("log")
+    for ax, what in zip(axes, ("state gradient norm per sample", "share of the readout", "probe test accuracy")):
+        ax.set_xlabel("propagation step (0 = ignition)", fontsize=8)
+        ax.set_ylabel(what, fontsize=8)
+        ax.tick_params(labelsize=7)
+    axes[2].legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    return fig

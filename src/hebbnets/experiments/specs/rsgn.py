@@ -1,18 +1,14 @@
 """``rsgn``: the RSGN paper's claims, checked (reports/rsgn.md and its pages).
 
-Benches and measures: the author's dense model (``rsgn_parity``) and the paper's baselines under
-the author's protocol on the author's data and split; trivial classifiers; the sparse model's
-accuracy against its measured activity, before and after the safety cap, on an honest 70/15/15
-split of the paper tasks and on two tasks built to need order and composition (``rsgn_sparse``);
-the slow rules and their ablations (``rsgn_rules``); sequence models on the own tasks
-(``rsgn_tasks``); the cost of a full training step, the exact graph build and one million nodes
-(``rsgn_cost``). The prose, tables and claim checks are ``reporting/narration_rsgn.py``; the
-figures ``reporting/figures.py``. Background: ``docs/rsgn.md``.
-
-Labels: ``MODEL-eN`` = N epochs under the author's protocol; ``nN`` = sparse RSGN with N nodes at
-its defaults (homeostatic target 1.5 %, safety cap 10 %, epochs selectable only at validation
-activity <= 2 %); ``-targetX`` = another homeostatic target X (selection limit and cap raised with
-it); ``-nohebb`` / ``-noprune`` / ``-steps1`` = one slow rule or setting changed.
+The author's dense model (``rsgn_parity``) and the paper's baselines under the author's protocol and
+split; trivial classifiers; the sparse model's accuracy against its measured activity on an honest
+70/15/15 split and on two tasks built to need order and composition (``rsgn_sparse``); slow-rule
+ablations (``rsgn_rules``); sequence models (``rsgn_tasks``); the sparse model at the author's budget,
+routing designs and per-step gradient flow (``rsgn_routing``); cost (``rsgn_cost``). Prose and claim
+checks: ``reporting/narration_rsgn*.py``; figures ``reporting/figures.py``; background ``docs/rsgn.md``.
+Labels: ``MODEL-eN`` = N epochs under the author's protocol; ``nN`` = sparse RSGN with N nodes at its
+defaults (target 1.5 %, cap 10 %, selection at validation activity <= 2 %); ``-targetX`` = another
+target; ``-nohebb`` / ``-noprune`` / ``-steps1`` / ``-DESIGN`` = one rule, setting or design changed.
 """
 from __future__ import annotations
 
@@ -20,6 +16,7 @@ from typing import Any
 
 from ..reporting import Claim, Custom, Figure, Notes, Text, Verdicts
 from ..reporting.narration_rsgn import MODEL_NAME, RSGNReport
+from ..reporting.narration_rsgn_routing import RoutingReport
 from ...tasks.rsgn_tasks import PAPER_PROTOCOL
 from .._spec import Bench, Measure, Scale, Spec, register_spec, variant
 
@@ -77,10 +74,7 @@ TRIVIAL = (_trivial("trivial_hierarchical", "rsgn_hierarchical", AUTHOR, SMOKE_A
            _trivial("trivial_honest_longrange", "rsgn_longrange", HONEST, SMOKE_AUTHOR),
            _trivial("trivial_tree", "rsgn_tree", {}, SMOKE_OWN),
            _trivial("trivial_xor_range", "rsgn_xor_range", {}, SMOKE_OWN))
-TRIVIAL_OF = {("rsgn_hierarchical", "author"): "trivial_hierarchical", ("rsgn_longrange", "author"): "trivial_longrange",
-              ("rsgn_hierarchical", "honest"): "trivial_honest_hierarchical",
-              ("rsgn_longrange", "honest"): "trivial_honest_longrange", ("rsgn_tree", None): "trivial_tree",
-              ("rsgn_xor_range", None): "trivial_xor_range"}
+TRIVIAL_OF = {(b.task, b.params.get("split")): b.name for b in TRIVIAL}
 
 # == 3-4. the sparse model: accuracy against measured activity, slow-rule ablations ==================
 N_SMALL, N_LARGE = 1024, 4096
@@ -120,8 +114,6 @@ def _sparse_large(bench: Bench) -> Bench:
                  title=f"sparse RSGN, {SHORT[bench.task]}, N = {N_LARGE:,}")
 
 
-# The plan below fits single-thread processes on a shared 2-core machine (one N = 1,024 fit: 0.5-3.5
-# min, one N = 4,096 fit: 3-8 min); CUT says what was left out, the report lists any fit not run
 SPARSE_HIER = _sparse("sparse_hierarchical", "rsgn_hierarchical", HONEST, SMOKE_AUTHOR, ablations=(*ABLATIONS, STEPS1))
 SPARSE_LONG = _sparse("sparse_longrange", "rsgn_longrange", HONEST, SMOKE_AUTHOR, ablations=(*ABLATIONS, STEPS1))
 SPARSE_TREE = _sparse("sparse_tree", "rsgn_tree", {}, SMOKE_OWN, positional=True)
@@ -137,18 +129,18 @@ CUT = ("Not planned, for lack of compute (single-thread processes on a shared 2-
 _FLOW_STATS = {"statistics": ["rsgn_fit", "rsgn_gradient_flow"]}
 #: the routing options tried, each with S = the task's and S = 1 (labels: n1024-DESIGN[-steps1]);
 #: both depart from the paper (RSGNConfig's comments say how)
-DESIGNS = (("", {}), ("-readsteps", dict(readout="steps")), ("-surrogate", dict(surrogate=True)),
-           ("-both", dict(readout="steps", surrogate=True)))
+DESIGNS = (("", {}, "the default model"), ("-readsteps", dict(readout="steps"), "one pooled readout vector per step"),
+           ("-surrogate", dict(surrogate=True), "straight-through gradient of the firing threshold into the readout"),
+           ("-both", dict(readout="steps", surrogate=True), "both"))
 
 
 def _designs(prefix: str, base: dict[str, Any], designs: tuple[tuple[str, dict[str, Any]], ...]) -> tuple[Any, ...]:
-    return tuple(variant(f"{prefix}{sfx}{s1}", "rsgn", **base, **cfg, **extra) for sfx, cfg in designs
+    return tuple(variant(f"{prefix}{sfx}{s1}", "rsgn", **base, **cfg, **extra) for sfx, cfg, _ in designs
                  for s1, extra in (("", {}), ("-steps1", {"n_steps": 1})))
 
 
 def _screen(bench: Bench, extra: tuple[Any, ...] = ()) -> Bench:
-    """The designs at the sparse bench's own budget (6 epochs, selection at <= 2 % activity); xor-range
-    adds the configuration that learned it (no positions, also at 256 nodes)."""
+    """The designs at the sparse bench's own budget (6 epochs, selection at <= 2 % activity)."""
     base = dict(n_nodes=N_SMALL, epochs=EPOCHS, patience=EPOCHS, positional=bench.variants[0].config["positional"])
     return Bench(f"routing_{bench.name.removeprefix('sparse_')}", bench.task, (*_designs(f"n{N_SMALL}", base, DESIGNS), *extra),
                  params=bench.params, data_seed=FIXED, seeds=SEEDS, options=_FLOW_STATS, scales=bench.scales,
@@ -156,26 +148,23 @@ def _screen(bench: Bench, extra: tuple[Any, ...] = ()) -> Bench:
 
 
 SCREEN = (_screen(SPARSE_HIER), _screen(SPARSE_LONG), _screen(SPARSE_TREE),
-          _screen(SPARSE_XOR, (variant(f"n{N_SMALL}-nopos", "rsgn", n_nodes=N_SMALL, epochs=EPOCHS, patience=EPOCHS,
-                                       positional=False),
-                               variant("n256-nopos", "rsgn", n_nodes=256, epochs=EPOCHS, patience=EPOCHS, positional=False))))
+          _screen(SPARSE_XOR, tuple(variant(f"n{n}-nopos", "rsgn", n_nodes=n, epochs=EPOCHS, patience=EPOCHS,  # as learned
+                                            positional=False) for n in (N_SMALL, 256))))
 
 #: the dense model's budget (PAPER_PROTOCOL: 50 epochs, AdamW, cosine, clipping, final weights kept)
 AUTHOR_BUDGET = dict(epochs=50, patience=50, val_fraction=0.0, **PAPER_PROTOCOL)
-BUDGET_DESIGNS = (("", {}),)
 
 
-def _budget(name: str, task: str, params: dict[str, Any], smoke: Scale, *, positional: bool) -> Bench:
-    base = dict(n_nodes=N_SMALL, positional=positional, **AUTHOR_BUDGET)
-    return Bench(name, task, _designs(f"n{N_SMALL}-e50", base, BUDGET_DESIGNS), params=params, data_seed=FIXED,
-                 seeds=SEEDS, options={"curve": True, **_FLOW_STATS}, scales={"smoke": smoke},
+def _budget(sparse: Bench) -> Bench:
+    """Paper tasks on the author's split; positions on tree only (see the routing page's method)."""
+    name, task = f"budget_{sparse.name.removeprefix('sparse_')}", sparse.task
+    base = dict(n_nodes=N_SMALL, positional=task == "rsgn_tree", **AUTHOR_BUDGET)
+    return Bench(name, task, _designs(f"n{N_SMALL}-e50", base, DESIGNS[:1]), params=AUTHOR if sparse.params else {},
+                 data_seed=FIXED, seeds=SEEDS, options={"curve": True, **_FLOW_STATS}, scales=sparse.scales,
                  title=f"sparse RSGN at the author's budget, {SHORT[task]}")
 
 
-BUDGET = (_budget("budget_hierarchical", "rsgn_hierarchical", AUTHOR, SMOKE_AUTHOR, positional=False),
-          _budget("budget_longrange", "rsgn_longrange", AUTHOR, SMOKE_AUTHOR, positional=False),
-          _budget("budget_tree", "rsgn_tree", {}, SMOKE_OWN, positional=True),
-          _budget("budget_xor_range", "rsgn_xor_range", {}, SMOKE_OWN, positional=False))
+BUDGET = tuple(_budget(b) for b in SPARSE)
 
 # == 5. tasks that test the claims: sequence models (records of the earlier report stay valid) =====
 _LSTM40K = dict(hidden=64, layers=1, bidirectional=True)
@@ -228,12 +217,11 @@ REPORT = RSGNReport(
     ablations=tuple((sfx, meaning) for sfx, _, meaning in ABLATIONS), steps1=(STEPS1[0], STEPS1[2]),
     n_small=N_SMALL, n_large=N_LARGE, epochs=EPOCHS, cut=CUT)
 PAPER_TASKS = (SPARSE_HIER, SPARSE_LONG)
+ROUTING = RoutingReport(short=SHORT, chance=CHANCE, trivial_of=TRIVIAL_OF, budget=tuple(b.name for b in BUDGET),
+                        screen=tuple(b.name for b in SCREEN), n_small=N_SMALL, designs=tuple((d, w) for d, _, w in DESIGNS),
+                        dense={b.task: (b.name, "rsgn_parity-e50") for b in (PAPER_HIER, PAPER_LONG)})
 R = REPORT
-
-
-def _at(n: int) -> str:
-    return f"N = {n:,}"
-
+_at = "N = {:,}".format
 
 CLAIMS = (
     *(Claim(f"RSGN's reported {SHORT[b.task]} accuracy ({PAPER[b.task]['rsgn_parity']} %) is reproduced with the "
@@ -252,6 +240,7 @@ CLAIMS = (
       for b in PAPER_TASKS),
     *(Claim(f"More propagation steps than one improve accuracy ({SHORT[b.task]}, {_at(N_SMALL)})",
             R.steps_claim(b.name)) for b in PAPER_TASKS),
+    *ROUTING.claims(BUDGET, SCREEN),
     *(Claim(f"Pruning and sprouting fire in default training ({SHORT[b.task]})", R.plasticity_claim(b.name))
       for b in SPARSE),
     Claim("A sparse RSGN training step costs O(n·k): log-log slope <= 1.1 against N on the two largest segments",
@@ -277,13 +266,12 @@ SPEC = register_spec(Spec(
                "trivial classifiers, black: chance, red: 2 %",
                {"panels": tuple((SHORT[b.task], (b.name, LARGE[b.name].name), TRIVIAL_OF[(b.task, b.params.get("split"))],
                                  CHANCE[b.task]) for b in SPARSE), "labels": R.curve_labels()}),
-        Text("## Paper tasks, the author's split and protocol"),
-        Custom(R.paper_method),
-        Custom(R.paper_table),
-        Custom(R.paper_rankings),
-        Notes(),
-    ),
+        Text("The tables: [rsgn_paper](rsgn_paper.md) (the author's protocol), [rsgn_sparse](rsgn_sparse.md), "
+             "[rsgn_rules](rsgn_rules.md), [rsgn_tasks](rsgn_tasks.md), [rsgn_routing](rsgn_routing.md), [rsgn_cost](rsgn_cost.md)."),
+        Notes()),
     pages={
+        "paper": (Text("## Paper tasks, the author's split and protocol"), Custom(R.paper_method), Custom(R.paper_table),
+                  Custom(R.paper_rankings)),
         "sparse": (Text("## Accuracy against measured activity"), Custom(R.sparse_method), Custom(R.curve_table),
                    Custom(R.missing_runs), Custom(R.per_step_table),
                    Text("## What the default sparse model uses of the paper's mechanisms"), Custom(R.mechanisms)),
@@ -291,6 +279,16 @@ SPEC = register_spec(Spec(
                   Custom(R.ablation_table), Custom(R.plasticity_table), Custom(R.parity_rules_line)),
         "tasks": (Text("## Tasks that test the claims, against sequence models"), Custom(R.tasks_method),
                   Custom(R.own_table)),
+        "routing": (Text("## Routing: the author's budget, designs, where the gradient goes"), Custom(ROUTING.method),
+                    Custom(ROUTING.budget_table),
+                    Figure("rsgn_budget_curves", "budget_curves", "Test accuracy against epoch at the author's budget "
+                           "(mean over seeds, range shaded); grey: trivial classifiers, black: chance",
+                           {"panels": ROUTING.curve_panels(BUDGET)}),
+                    Custom(ROUTING.flow_table), Custom(ROUTING.temperature_table),
+                    Figure("rsgn_gradient_flow", "gradient_flow", "Per propagation step: gradient reaching the node "
+                           "states, share of the readout, linear-probe accuracy (solid: S = task, dashed: S = 1)",
+                           {"runs": ROUTING.flow_runs(BUDGET, SCREEN)}),
+                    Custom(ROUTING.screen_table)),
         "cost": (Text("## Cost: a full training step, the exact graph build, one million nodes"), Custom(R.cost_section),
                  Figure("rsgn_cost", "cost", "Seconds per full training step and peak memory against N (T = N / 8), "
                         "log-log", {"names": MODEL_NAME}),
