@@ -88,6 +88,31 @@ def _pairwise_t(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return sq / ((1.0 - xx).clamp_min(1e-15)[..., :, None] * (1.0 - yy).clamp_min(1e-15)[..., None, :])
 
 
+def _dist_t(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    # t of broadcastable point pairs (..., d) -> (...), from the difference (exact near 0)
+    return ((x - y) ** 2).sum(-1) / ((1.0 - (x * x).sum(-1)).clamp_min(1e-15) * (1.0 - (y * y).sum(-1)).clamp_min(1e-15))
+
+
+def nearest_t(x: torch.Tensor, y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """For every ``y`` point the smallest distance proxy ``t`` to an ``x`` point and its index:
+    ``x (..., M, d)``, ``y (K, d)`` -> ``(..., K)``, ``(..., K)``; equal to
+    ``_pairwise_t(x, y).min(-2)`` (tested; ``t`` is then recomputed from the chosen point's
+    difference, so it is exact where the expanded form cancels) in one matmul. For a fixed ``y`` the factor
+    ``1 / (1 - |y|^2)`` of ``t`` is common to every ``x``, so the argmin over ``x`` is that of
+    ``c_x (|x|^2 - 2 x.y + |y|^2)`` with ``c_x = 1 / (1 - |x|^2)``: the product of
+    ``[c_x |x|^2, c_x, -2 c_x x]`` and ``[1, |y|^2, y]``, ``d + 2`` wide."""
+    xx = (x * x).sum(-1, keepdim=True)  # (..., M, 1)
+    c = 1.0 / (1.0 - xx).clamp_min(1e-15)
+    yy = (y * y).sum(-1, keepdim=True)  # (K, 1)
+    left = torch.cat([c * xx, c, -2.0 * c * x], dim=-1)  # (..., M, d + 2)
+    right = torch.cat([torch.ones_like(yy), yy, y], dim=-1)  # (K, d + 2)
+    arg = (right @ left.transpose(-1, -2)).argmin(dim=-1)  # (..., K, M) -> (..., K): reduce the contiguous dim
+    # t of the chosen point from the difference itself: no cancellation (the expanded form loses
+    # digits near the boundary, where c_x is large)
+    near = torch.gather(x, -2, arg[..., None].expand(*arg.shape, x.shape[-1]))  # (..., K, d)
+    return _dist_t(near, y), arg
+
+
 def _t_to_dist(t: torch.Tensor) -> torch.Tensor:
     return 2.0 * torch.asinh(t.clamp_min(1e-30).sqrt())
 

@@ -87,6 +87,9 @@ from ._slow import SlowRuleModel
 
 #: ``ignition="auto"`` uses the KD-tree from this many tokens on (below, the T x N matmul wins)
 KDTREE_MIN_TOKENS = 256
+#: a sparse step finds its rows through a flat ``B N`` buffer (O(B N) memory, no sort) up to this
+#: many (sample, node) pairs, and by sorting and binary search (O(R log R), no ``B N`` tensor) above
+DENSE_INDEX_MAX = 2**22
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -230,6 +233,7 @@ class StepParams:
     inhibition: float
     max_active: int  # 0: no cap
     surrogate: bool = False  # also return the candidates that did not fire (StepOut.ghost)
+    n_flat: int = 0  # B N: > 0 and <= DENSE_INDEX_MAX selects the flat-buffer row lookup (same result)
 
 
 def _hard_floor(g: torch.Tensor, floor: float) -> torch.Tensor:
@@ -259,21 +263,41 @@ def cap_active(alpha: torch.Tensor, max_active: int) -> torch.Tensor:
     return alpha * keep
 
 
-def _lookup(ids: torch.Tensor, values: torch.Tensor, query: torch.Tensor) -> torch.Tensor:
+def _lookup(ids: torch.Tensor, values: torch.Tensor, query: torch.Tensor, n_flat: int = 0) -> torch.Tensor:
     """``values`` at flat ids ``query`` (any shape) where ``ids`` (sorted, ``(R,)``) holds them,
-    else 0."""
+    else 0: by binary search, or with ``0 < n_flat <= DENSE_INDEX_MAX`` (all ids ``< n_flat``)
+    through a flat buffer of ``n_flat`` values (equal, tested)."""
+    if 0 < n_flat <= DENSE_INDEX_MAX:
+        return torch.zeros(n_flat, dtype=values.dtype, device=values.device).index_put((ids,), values)[query]
     pos = torch.searchsorted(ids, query).clamp_max(ids.shape[0] - 1)
     return values[pos] * (ids[pos] == query)
 
 
-def inhibit_sparse(ids: torch.Tensor, alpha: torch.Tensor, nbr: torch.Tensor, beta: float, floor: float) -> torch.Tensor:
+def _rows_of(cand_parts: tuple[torch.Tensor, ...], queries: tuple[torch.Tensor, ...], n_flat: int
+             ) -> tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
+    """The sorted union ``cand (R,)`` of the flat ids in ``cand_parts`` and each query's row in it;
+    by sort and binary search, or through a flat ``n_flat`` buffer (``_lookup``'s rule; equal)."""
+    if 0 < n_flat <= DENSE_INDEX_MAX:
+        mark = torch.zeros(n_flat, dtype=torch.bool, device=cand_parts[0].device)
+        for part in cand_parts:
+            mark[part] = True
+        cand = mark.nonzero().squeeze(1)  # sorted
+        row = torch.empty(n_flat, dtype=torch.long, device=cand.device)
+        row[cand] = torch.arange(cand.shape[0], device=cand.device)
+        return cand, tuple(row[q] for q in queries)
+    cand = torch.unique(torch.cat(cand_parts))  # (R,) sorted
+    return cand, tuple(torch.searchsorted(cand, q) for q in queries)
+
+
+def inhibit_sparse(ids: torch.Tensor, alpha: torch.Tensor, nbr: torch.Tensor, beta: float, floor: float,
+                   n_flat: int = 0) -> torch.Tensor:
     """``inhibit`` on a sparse activity: ``alpha (R,)`` at sorted flat ids ``ids = b N + i``
-    (every other node is 0). ``O(R k log R)``."""
+    (every other node is 0). ``O(R k log R)`` (``O(R k + n_flat)`` with ``n_flat``, see ``_lookup``)."""
     if beta == 0 or ids.numel() == 0:
         return alpha
     n = nbr.shape[0]
     node = ids % n
-    neigh = _lookup(ids, alpha, (ids - node)[:, None] + nbr[node]).mean(1)  # (R,)
+    neigh = _lookup(ids, alpha, (ids - node)[:, None] + nbr[node], n_flat).mean(1)  # (R,)
     return _hard_floor(alpha / (1.0 + beta * neigh), floor)
 
 
@@ -335,16 +359,15 @@ def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: 
     recv = base[row] + graph.nbr.reshape(-1)[slots]  # (M,) flat receiver ids
     coef = graph.weights(slots) * alpha[row]  # (M,) w_e alpha_src
     # candidates: every active node plus every receiver; all other nodes stay exactly 0
-    cand = torch.unique(torch.cat([idx, recv]))  # (R,) sorted
-    at = torch.searchsorted(cand, recv)  # (M,) receiver row in cand
-    mine = torch.searchsorted(cand, idx)  # (A,) sender row in cand
+    # (R,) sorted; the receiver row in cand of every message (M,), the sender row of every active node (A,)
+    cand, (at, mine) = _rows_of((idx, recv), (recv, idx), sp.n_flat)
     R, dh = cand.shape[0], h.shape[1]
     msg = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_add(0, at, coef[:, None] * h[row])  # (R, d_h)
     drive = torch.zeros(R, dtype=h.dtype, device=h.device).index_add(0, at, coef)  # (R,)
     drive = drive + sp.self_excitation * torch.zeros(R, dtype=h.dtype, device=h.device).index_copy(0, mine, alpha)
     prev = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_copy(0, mine, h)  # (R, d_h) old state (0 if new)
     g = torch.sigmoid((drive - sp.theta[cand % n]) / sp.temperature)  # (R,)
-    a = inhibit_sparse(cand, _hard_floor(g, sp.floor), graph.nbr, sp.inhibition, sp.floor)
+    a = inhibit_sparse(cand, _hard_floor(g, sp.floor), graph.nbr, sp.inhibition, sp.floor, sp.n_flat)
     fired = cand[a > 0]  # measured activity, before the cap
     a = cap_sparse(cand, a, sp.max_active, n)
     state = sp.norm(sp.transform(msg) + prev)  # (R, d_h)
@@ -502,7 +525,8 @@ class RSGN(SlowRuleModel):
         """For every sample and node the distance proxy ``t`` (``d_H = 2 asinh(sqrt t)``) to its
         nearest spark and that spark's index: ``sparks (B, T, d)``, ``p (N, d)`` ->
         ``(B, N)``, ``(B, N)``. ``"dense"``: the ``T x N`` proxies in node chunks of about 2^24
-        values; ``"kdtree"``: exact, from a KD-tree over each sample's sparks (equal, tested)."""
+        values, one matmul each (``geometry.nearest_t``; ``"reference"``: the proxies themselves, then
+        their minimum); ``"kdtree"``: exact, from a KD-tree over each sample's sparks (equal, tested)."""
         method = method or self.config.ignition
         B, T, _ = sparks.shape
         if method == "auto":
@@ -516,9 +540,11 @@ class RSGN(SlowRuleModel):
         n = p.shape[0]
         t = torch.empty(B, n, dtype=p.dtype, device=p.device)
         arg = torch.empty(B, n, dtype=torch.long, device=p.device)
-        chunk = max(1, 2**24 // (B * T))
+        # the one-matmul form in cache-sized chunks (about 2^18 products each); the reference in 2^24
+        chunk = max(1, (2**18 if method == "dense" else 2**24) // (B * T))
+        nearest = G.nearest_t if method == "dense" else lambda x, y: G._pairwise_t(x, y).min(dim=1)  # "reference"
         for s in range(0, n, chunk):
-            t[:, s : s + chunk], arg[:, s : s + chunk] = G._pairwise_t(sparks, p[s : s + chunk]).min(dim=1)
+            t[:, s : s + chunk], arg[:, s : s + chunk] = nearest(sparks, p[s : s + chunk])
         return t, arg
 
     def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> Ignition:
@@ -542,19 +568,25 @@ class RSGN(SlowRuleModel):
         return Ignition(idx, g, token, sparks, pre_cap)
 
     def receptive_field(self, sparks: torch.Tensor, emb: torch.Tensor, b: torch.Tensor,
-                        p_nodes: torch.Tensor) -> torch.Tensor:
+                        p_nodes: torch.Tensor, per_sample: int = 0) -> torch.Tensor:
         """Start states of nodes at ``p_nodes (A, d)`` in samples ``b (A,)``: the token embeddings
         ``emb (B, T, d_h)`` averaged with ``softmax_t(-d_H(s_t, p)^2 / (2 pool_sigma^2))`` over the
-        sample's sparks ``sparks (B, T, d)`` -> ``(A, d_h)``."""
+        sample's sparks ``sparks (B, T, d)`` -> ``(A, d_h)``. ``per_sample > 0`` says the rows are
+        sample-major, ``per_sample`` per sample (``b = arange(B).repeat_interleave(per_sample)``, as
+        ignition gives them): then one batched matmul without the ``(A, T, d_h)`` gather (equal, tested)."""
         d = G.dist(sparks[b], p_nodes[:, None, :])  # (A, T)
         w = torch.softmax(-(d**2) / (2 * self.config.pool_sigma**2), dim=1)  # (A, T)
+        if per_sample > 0:
+            B = emb.shape[0]
+            return torch.bmm(w.reshape(B, per_sample, -1), emb).reshape(B * per_sample, -1)
         return torch.einsum("at,atd->ad", w, emb[b])
 
-    def _step_params(self) -> StepParams:
+    def _step_params(self, n_samples: int = 0) -> StepParams:
         cfg = self.config
         cap = 0 if cfg.max_active_frac == 0 else max(1, math.ceil(cfg.max_active_frac * cfg.n_nodes))
         return StepParams(self.theta, self.transform, self.norm, float(self.temperature), cfg.self_excitation,
-                          cfg.floor, cfg.inhibition, cap, cfg.surrogate and torch.is_grad_enabled())
+                          cfg.floor, cfg.inhibition, cap, cfg.surrogate and torch.is_grad_enabled(),
+                          n_samples * cfg.n_nodes)
 
     def propagate(self, tok: torch.Tensor, mode: str | None = None, states: list | None = None
                   ) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
@@ -579,11 +611,11 @@ class RSGN(SlowRuleModel):
         if not cfg.token_injection:
             h0 = emb.mean(1)[b]
         elif cfg.pool_sigma > 0:
-            h0 = self.receptive_field(ign.sparks, emb, b, p[i])  # (A, d_h)
+            h0 = self.receptive_field(ign.sparks, emb, b, p[i], ign.idx.shape[0] // B)  # (A, d_h)
         else:
             h0 = emb[b, ign.token]  # (A, d_h)
         idx, alpha, h = ign.idx, ign.g, h0 * ign.g[:, None]
-        sp = self._step_params()
+        sp = self._step_params(B)
         trace, fired, coact, edges = [(idx, alpha)], [], [], 0
         num = torch.zeros(B, h.shape[1], dtype=h.dtype, device=h.device)  # readout sums
         den = torch.zeros(B, dtype=h.dtype, device=h.device)
