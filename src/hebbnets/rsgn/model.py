@@ -68,7 +68,7 @@ The paper's mechanisms and what the default model uses: one table, generated fro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import geoopt
@@ -123,7 +123,7 @@ class RSGNConfig(TrainConfig):
     # "steps": one pooled vector per step side by side (head width d_h (S + 1); departs from the paper)
     # straight-through gradient of the firing threshold (departs from the paper): candidates that did
     # not fire enter the readout with activity exactly 0 whose gradient is that of g (see step_sparse)
-    surrogate: bool = False
+    surrogate: bool = field(default=False, metadata={"neutral": False})  # neutral: fits before the field
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
     ignition: str = "auto"  # nearest spark by "dense" T x N distances, "kdtree", or "auto" (by T)
     knn: str = "kdtree"  # graph builder: "kdtree" (exact, sub-quadratic) or "brute" (O(N^2) reference)

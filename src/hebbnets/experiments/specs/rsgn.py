@@ -159,7 +159,7 @@ def _budget(sparse: Bench) -> Bench:
     """Paper tasks on the author's split; positions on tree only (see the routing page's method)."""
     name, task = f"budget_{sparse.name.removeprefix('sparse_')}", sparse.task
     base = dict(n_nodes=N_SMALL, positional=task == "rsgn_tree", **AUTHOR_BUDGET)
-    return Bench(name, task, _designs(f"n{N_SMALL}-e50", base, DESIGNS[:1]), params=AUTHOR if sparse.params else {},
+    return Bench(name, task, _designs(f"n{N_SMALL}-e50", base, DESIGNS[:2]), params=AUTHOR if sparse.params else {},
                  data_seed=FIXED, seeds=SEEDS, options={"curve": True, **_FLOW_STATS}, scales=sparse.scales,
                  title=f"sparse RSGN at the author's budget, {SHORT[task]}")
 
