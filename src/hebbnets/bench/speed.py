@@ -472,3 +472,51 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
     finally:
         torch.set_num_threads(prev)
     return [row]
+
+
+@register_measurement("rsgn_fast_paths")
+def rsgn_fast_paths(task: str = "rsgn_hierarchical", params: dict[str, Any] | None = None, n_nodes: int = 1024,
+                    batch_size: int = 64, repeats: int = 7, steps: int = 3, seed: int = 0,
+                    threads: int = 1) -> list[dict[str, Any]]:
+    """One sparse RSGN training step (forward, loss, backward) on a batch of ``task`` at its chosen
+    configuration with ``n_nodes`` nodes, through the fast paths (nearest spark by one matmul,
+    ``ignition="dense"``; the flat-buffer row lookup up to ``model.DENSE_INDEX_MAX``) and through
+    their references (the proxies' minimum, ``ignition="reference"``; sort and binary search), on
+    two models with the same seed (the same weights), interleaved ``repeats`` times in one run (best
+    of each, ``steps`` steps per timing). Both losses are recorded (equal up to rounding). Ratio:
+    reference / fast."""
+    from .. import models, tasks
+    from ..rsgn import model as rsgn_model
+
+    prev, limit = torch.get_num_threads(), rsgn_model.DENSE_INDEX_MAX
+    torch.set_num_threads(threads)
+    try:
+        inst = tasks.make(task, seed=seed, **(params or {}))
+        batch = inst.train.subset(torch.arange(batch_size))
+        nets = {path: models.make("rsgn", seed=seed, task=inst, n_nodes=n_nodes, epochs=1, progress=False,
+                                  ignition="dense" if path == "fast" else "reference").fit(batch).train()
+                for path in ("fast", "reference")}
+
+        def step(path: str) -> float:
+            rsgn_model.DENSE_INDEX_MAX = limit if path == "fast" else 0
+            m = nets[path]
+            m.zero_grad()
+            loss = torch.nn.functional.cross_entropy(m._forward(batch.x, None), batch.y)
+            loss.backward()
+            m._batch = None
+            return float(loss)
+
+        best, losses = {"fast": math.inf, "reference": math.inf}, {}
+        for _ in range(repeats):
+            for path in ("fast", "reference"):
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    losses[path] = step(path)
+                best[path] = min(best[path], (time.perf_counter() - t0) / steps)
+    finally:
+        rsgn_model.DENSE_INDEX_MAX = limit
+        torch.set_num_threads(prev)
+    return [{"task": task, "n_nodes": n_nodes, "batch_size": batch_size, "seq_len": int(inst.train.x.shape[1]),
+             "threads": threads, "fast_s": best["fast"], "reference_s": best["reference"],
+             "ratio": best["reference"] / best["fast"], "loss_fast": losses["fast"],
+             "loss_reference": losses["reference"]}]

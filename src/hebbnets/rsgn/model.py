@@ -125,7 +125,7 @@ class RSGNConfig(TrainConfig):
     # not fire enter the readout with activity exactly 0 whose gradient is that of g (see step_sparse)
     surrogate: bool = field(default=False, metadata={"neutral": False})  # neutral: fits before the field
     mode: str = "sparse"  # "sparse" (gather/scatter) or "dense" (N x N reference)
-    ignition: str = "auto"  # nearest spark by "dense" T x N distances, "kdtree", or "auto" (by T)
+    ignition: str = "auto"  # nearest spark: "dense" (T x N, one matmul), "kdtree", "auto" (by T), "reference" (slow)
     knn: str = "kdtree"  # graph builder: "kdtree" (exact, sub-quadratic) or "brute" (O(N^2) reference)
     position_grad: bool = False  # True: positions also get gradients (geoopt RiemannianAdam)
     # -- slow timescale ----------------------------------------------------------------------
@@ -170,7 +170,8 @@ class RSGNConfig(TrainConfig):
         for name in ("self_excitation", "inhibition", "eta_affinity", "eta_threshold", "eta_position", "pool_sigma"):
             check_positive(getattr(self, name), name, allow_zero=True)
         for name, allowed in (("level_sign", ("paper", "code")), ("levels", ("radius", "index")),
-                              ("mode", ("sparse", "dense")), ("readout", ("last", "all", "steps")), ("ignition", ("auto", "dense", "kdtree")),
+                              ("mode", ("sparse", "dense")), ("readout", ("last", "all", "steps")),
+                              ("ignition", ("auto", "dense", "kdtree", "reference")),
                               ("knn", ("kdtree", "brute"))):
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name}: expected one of {list(allowed)}, got {getattr(self, name)!r}")

@@ -161,6 +161,44 @@ class RoutingReport:
                 "probe's test accuracy on the step's pooled state (the class information the step holds).", "",
                 *table(["task", "run (seeds)", "step", *(name for _, name, _, _ in FLOW), "probe accuracy %"], rows)]
 
+    def findings(self, ctx: ReportContext) -> list[str]:
+        """Per task, from the flow records above: how much the state gradient shrinks from ignition
+        to the last step, the probe accuracy at ignition, at its best step and at the last step, and
+        the last steps' share of the readout; then, from the screen, what the per-step readout does
+        to the gap between S = the task's and S = 1."""
+        out = []
+        for i, name in enumerate(self.budget):
+            task = self.short[ctx.spec.bench(name).task]
+            src = self._flow_source(ctx, i)
+            if src is None:
+                continue
+            flows = self._flows(ctx, *src)
+            S = flows[0]["steps"] - 1
+            grad = [_mean([f["at_model"]["grad_state"][s] for f in flows]) for s in range(S + 1)]
+            probe = [_mean([f["probe"][s] for f in flows]) for s in range(S + 1)]
+            share = _mean([sum(f["at_model"]["readout_share"][1:]) for f in flows])
+            best = max(range(S + 1), key=lambda s: probe[s])
+            out.append(f"- **{task}** (`{src[1]}`, {len(flows)} seed{'s' if len(flows) > 1 else ''}, S = {S}): the gradient "
+                       f"reaching the node states falls {grad[0] / grad[S]:.0f}x from ignition to step {S}; the probe reads "
+                       f"{100 * probe[0]:.1f} % at ignition, {100 * probe[best]:.1f} % at its best step ({best}) and "
+                       f"{100 * probe[S]:.1f} % at step {S}, while steps 1-{S} hold {100 * share:.0f} % of the readout.")
+        gaps = []
+        for name in self.screen:
+            bench = ctx.spec.bench(name)
+            row = []
+            for sfx in ("", "-readsteps"):
+                lab = f"n{self.n_small}{sfx}"
+                sd, s1 = ctx.cell(name, lab, "id", "accuracy"), ctx.cell(name, lab + "-steps1", "id", "accuracy")
+                if sd is not None and s1 is not None:
+                    row.append(f"{100 * (sd.mean - s1.mean):+.1f} pp {'default' if not sfx else 'per-step readout'}")
+            if row:
+                gaps.append(f"{self.short[bench.task]} {' / '.join(row)}")
+        if gaps:
+            out.append("- S = the task's minus S = 1 at 6 epochs (design screen): " + "; ".join(gaps) + ".")
+        if not out:
+            return []
+        return ["What the measurements show (computed from the records above):", "", *out, ""]
+
     def temperature_table(self, ctx: ReportContext) -> list[str]:
         """What the annealed temperature does: gate slope and state gradient at the schedule's start and end."""
         rows = []

@@ -158,6 +158,31 @@ def warm_start_section(ctx: ReportContext) -> list[str]:
                     "iterations (the goal of issue 31 is 5x less wall time at equal validation error).", ""]
 
 
+def rsgn_paths_section(ctx: ReportContext) -> list[str]:
+    """``rsgn_fast_paths``: one sparse RSGN training step through the fast paths and their references."""
+    e = ctx.measure("rsgn_fast_paths")
+    if e is None:
+        return ["No records yet (`hebbnets reproduce speed --benches rsgn_fast_paths`).", ""]
+    r = e["rows"][0]
+    return [f"One training step (forward, loss, backward) of the sparse RSGN on a batch of {r['batch_size']} "
+            f"`{r['task']}` sequences ({r['seq_len']} tokens) at N = {r['n_nodes']:,}, {r['threads']} thread "
+            f"({_machine(e)}): fast paths {1000 * r['fast_s']:.1f} ms, references {1000 * r['reference_s']:.1f} ms "
+            f"(nearest spark as the minimum of all T x N proxies, rows by sort and binary search), "
+            f"**{r['ratio']:.2f}x**; losses {r['loss_fast']:.6f} and {r['loss_reference']:.6f}.", ""]
+
+
+def rsgn_paths_claim(ctx: ReportContext) -> Verdict:
+    """The RSGN step's fast paths are faster than their references at the same loss."""
+    e = ctx.measure("rsgn_fast_paths")
+    if e is None:
+        return Verdict(None, "no record.", reading="rsgn")
+    r = e["rows"][0]
+    same = abs(r["loss_fast"] - r["loss_reference"]) <= 1e-5 * max(1.0, abs(r["loss_reference"]))
+    return Verdict(r["ratio"] > 1.0 and same, f"{1000 * r['fast_s']:.1f} ms vs {1000 * r['reference_s']:.1f} ms per "
+                   f"step; losses {'equal' if same else 'differ'} to 1e-5.", effect=f"{r['ratio']:.2f}x",
+                   against="the reference paths, same run", seeds="—", reading="rsgn")
+
+
 # -- claim checks -----------------------------------------------------------------------------------
 def inference_claim(size: tuple[int, int, int], target: float = 5.0) -> Callable[[ReportContext], Verdict]:
     """Batched FISTA (the fastest of mfista, fista and the working-set solver) at least ``target``

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from ..reporting import Claim, Custom, Notes, Text, Verdicts
 from ..reporting.narration_speed import (compile_section, inference_claim, matrix_claim, parity_section,  # noqa: F401
-                                         vn_inference_lines, vn_inference_section, vn_matrix_section,
-                                         warm_start_section)
+                                         rsgn_paths_claim, rsgn_paths_section, vn_inference_lines,
+                                         vn_inference_section, vn_matrix_section, warm_start_section)
 from .._spec import Measure, Spec, register_spec
 
 VN_INFERENCE = Measure("vn_inference", "vn_inference",
@@ -24,11 +24,14 @@ COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 1
                   title="torch.compile against eager")
 WARM_START = Measure("vn_warm_start", "vn_warm_start", {"task": "toy_atoms"},
                      scales={"smoke": {"params": {"n_train": 64, "n_test": 16}}}, title="VN warm starts across epochs")
+RSGN_PATHS = Measure("rsgn_fast_paths", "rsgn_fast_paths", {"n_nodes": 1024, "batch_size": 64},
+                     scales={"smoke": {"params": {"n_samples": 200}, "n_nodes": 64, "batch_size": 8, "repeats": 1,
+                                       "steps": 1}}, title="RSGN step: fast paths against their references")
 
 
 SPEC = register_spec(Spec(
     "speed", "Speed and scaling, against the reference each fast path replaces",
-    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE, WARM_START),
+    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE, WARM_START, RSGN_PATHS),
     intro="Measured in one run each (`hebbnets reproduce speed`); every ratio is against a reference timed in the same run.",
     sections=(
         Verdicts((
@@ -37,6 +40,7 @@ SPEC = register_spec(Spec(
               for size in VN_INFERENCE.params["sizes"]),
             Claim("The matrix layer's factorised Gram product is faster than the Kronecker Gram at equal objective",
                   matrix_claim),
+            Claim("The sparse RSGN step's fast paths are faster than their references at the same loss", rsgn_paths_claim),
         )),
         Text("## VN inference: batched FISTA against scikit-learn"),
         Custom(vn_inference_section),
@@ -47,6 +51,8 @@ SPEC = register_spec(Spec(
              "author's dense model and Mamba with N and T grown together, the exact graph build against brute force, and "
              "one step at 1,048,576 nodes (`hebbnets reproduce rsgn --benches cost,graph_build,million`; "
              "`benchmarks/rsgn_scaling.py` prints the same)."),
+        Text("## RSGN training step: fast paths against their references"),
+        Custom(rsgn_paths_section),
         Text("## rsgn_parity: the author's message op"),
         Custom(parity_section),
         Text("## torch.compile against eager (CPU)"),
