@@ -504,7 +504,7 @@ def rsgn_fast_paths(task: str = "rsgn_hierarchical", params: dict[str, Any] | No
             loss = torch.nn.functional.cross_entropy(m._forward(batch.x, None), batch.y)
             loss.backward()
             m._batch = None
-            return float(loss)
+            return float(loss.detach())
 
         best, losses = {"fast": math.inf, "reference": math.inf}, {}
         for _ in range(repeats):
