@@ -304,8 +304,10 @@ class RoutingReport:
             ok, act = self._activity_note(ctx, bench, self.base)
             word = {True: "S > 1 ahead" if ok else f"S > 1 ahead but {act}", False: "S = 1 better",
                     None: "S within seed noise"}[verdict]
-            return Verdict(True if verdict and ok else False if verdict is False else
-                           "undecided" if verdict is None else False,
+            # the claim is "by more than 2 seed std": within noise it does not hold; fewer than 2
+            # seeds of either cannot decide
+            decided = min(sd.n, s1.n) >= 2
+            return Verdict(bool(verdict and ok) if decided else "undecided",
                            f"{word}: {pct(sd)} vs {pct(s1)} % ({act}).", effect=effect, against="S = 1",
                            seeds=seeds_text(sd, s1), reading="rsgn")
         return check
@@ -346,7 +348,7 @@ class RoutingReport:
                 return Verdict(True, f"S > 1 ahead beyond 2 seed std with {', '.join(w[0] for w in wins)}: {text}.",
                                against="the same design with S = 1", seeds=seeds_text(*(w[1] for w in wins)),
                                reading="rsgn")
-            undecided = any(min(sd.n, s1.n) < 2 for _, sd, s1, _ in found) or any(f[3] is None for f in found)
+            undecided = any(min(sd.n, s1.n) < 2 for _, sd, s1, _ in found)  # within noise: does not hold
             return Verdict("undecided" if undecided else False,
                            ("no design ahead beyond 2 seed std (some have 1 seed): " if undecided else
                             "S = 1 as good or better with every design: ") + text + ".",
