@@ -303,7 +303,7 @@ class RoutingReport:
             verdict, ev, effect = diff(sd, s1)
             ok, act = self._activity_note(ctx, bench, self.base)
             word = {True: "S > 1 ahead" if ok else f"S > 1 ahead but {act}", False: "S = 1 better",
-                    None: "S within seed noise"}[verdict]
+                    None: "S within seed noise"}[verdict] if min(sd.n, s1.n) >= 2 else "one seed"
             # the claim is "by more than 2 seed std": within noise it does not hold; fewer than 2
             # seeds of either cannot decide
             decided = min(sd.n, s1.n) >= 2
@@ -323,7 +323,7 @@ class RoutingReport:
             lab, best = max(triv, key=lambda p: p[1].mean)
             margin = sp.mean - best.mean
             noise = 0.0 if math.isnan(sp.std) else sp.std
-            verdict = False if margin <= 0 else True if margin > noise else "holds narrowly"
+            verdict = False if margin <= 0 else "undecided" if sp.n < 2 else True if margin > noise else "holds narrowly"
             ok, act = self._activity_note(ctx, bench, self.base)
             return Verdict(verdict, f"Best trivial {lab} {100 * best.mean:.1f} %.",
                            effect=f"{100 * margin:+.1f} pp", against=f"{lab}",
