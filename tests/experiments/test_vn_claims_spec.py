@@ -139,3 +139,14 @@ def test_the_amortised_claim_counts_splits_and_lists_the_missed_ones_in_a_note()
     assert v.verdict is False and v.evidence.startswith("met on 1 of 2 benchmark splits") and v.reading == "AmortisedVN"
     assert any(n.startswith(f"Not met on {b.removeprefix('amortised_')}/id") for n in v.notes)
     assert nc.amortised_claim(vc.GOAL_SPEEDUP, vc.GOAL_ERROR)(_ctx([])).verdict is None
+
+
+def test_the_fields_continual_metrics_from_the_error_matrix():
+    from hebbnets.experiments.reporting import narration_vn_claims as nc
+
+    R = {"R11": 0.1, "R12": 0.5, "R21": 0.3, "R22": 0.2}  # errors: stage 2 raised stage 1's error by 0.2
+    m = nc.continual_metrics(R)
+    assert m["average"] == 0.25 and m["zero_shot"] == 0.5
+    assert abs(m["bwt"] - 0.2) < 1e-12 and m["forgetting"] == m["bwt"]  # positive: forgetting (errors)
+    better = nc.continual_metrics({**R, "R21": 0.05})
+    assert better["bwt"] < 0  # stage 2 helped stage 1: backward transfer

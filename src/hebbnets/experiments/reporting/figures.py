@@ -700,3 +700,41 @@ def rsgn_gradient_flow(ctx: ReportContext, runs: tuple[tuple[str, tuple[tuple[st
     axes[2].legend(fontsize=6, loc="best")
     fig.tight_layout()
     return fig
+
+
+
+@register_figure("stability_plasticity")
+def stability_plasticity(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
+    """One panel per continual bench: stage 1's error after stage 2 (stability, y) against stage
+    2's error after stage 2 (plasticity, x), every model (mean over seeds, seeds as small dots);
+    models whose labels share a prefix before ``+`` (an MLP and its EWC strengths) joined by a line
+    in the order of the spec. Log axes; lower-left is better."""
+    from .narration_vn_claims import error_matrix
+
+    panels = [b for b in benches if any(error_matrix(ctx, b, lab) for lab in ctx.labels(b))]
+    if not panels:
+        return None
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.6 * len(panels), 3.8), squeeze=False)
+    for ax, bench in zip(axes[0], panels):
+        families: dict[str, list[tuple[float, float]]] = {}
+        for lab in ctx.labels(bench):
+            Rs = error_matrix(ctx, bench, lab)
+            if not Rs:
+                continue
+            xs, ys = [R["R22"] for R in Rs], [R["R21"] for R in Rs]
+            point = ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], s=30, label=lab, zorder=3)
+            ax.scatter(xs, ys, s=6, color=point.get_facecolor(), alpha=0.5, zorder=2)
+            families.setdefault(lab.split("+")[0], []).append((float(np.mean(xs)), float(np.mean(ys))))
+        for pts in families.values():
+            if len(pts) > 1:
+                ax.plot(*zip(*pts), color="grey", lw=0.7, zorder=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("stage 2 error after stage 2", fontsize=8)
+        ax.set_ylabel("stage 1 error after stage 2", fontsize=8)
+        ax.set_title(bench, fontsize=9)
+        _plain_log_ticks(ax)
+        ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    return fig

@@ -521,3 +521,62 @@ def links(ctx: ReportContext) -> list[str]:
     return [f"Why a model forgets (update overlap, atom reuse, sparsity) and its figures: {_page(ctx, 'entanglement')}. "
             f"Amortised inference per benchmark and split, and the faster FISTA quoted from the speed report: "
             f"{_page(ctx, 'amortised')}. Every validation point: {_page(ctx, 'configs')}.", ""]
+
+
+# -- the field's continual-learning metrics, from the error matrix -----------------------------------
+def error_matrix(ctx: ReportContext, bench: str, label: str) -> list[dict[str, float]]:
+    """Per seed the error matrix of a two-stage run, ``R[i][j]`` = test error on stage ``j`` after
+    learning stage ``i`` (the task metric; lower is better): ``{"R11", "R12", "R21", "R22"}``."""
+    m = metric_of(ctx, bench)
+    out = []
+    for e in ctx.fits(bench, label):
+        row = {(r["split"], r["metric"]): r["value"] for r in e["rows"]}
+        try:
+            out.append({"R11": row[("id_stage1", f"after_stage1:{m}")], "R12": row[("id_stage2", f"after_stage1:{m}")],
+                        "R21": row[("id_stage1", m)], "R22": row[("id_stage2", m)]})
+        except KeyError:
+            continue
+    return out
+
+
+def continual_metrics(R: dict[str, float]) -> dict[str, float]:
+    """The field's metrics for two stages (T = 2), written for errors (lower is better):
+    average error after the last stage ``(R21 + R22) / 2``; backward transfer
+    ``BWT = R21 - R11`` (Lopez-Paz and Ranzato 2017, with the sign flipped for errors: > 0 means
+    stage 2 raised stage 1's error); forgetting ``F = R21 - min_{l < T} R_l1`` (Chaudhry et al.
+    2018, for errors), equal to BWT at T = 2; and the zero-shot error ``R12`` on stage 2 before it
+    is learned (forward transfer compares it with an untrained model's error, not recorded)."""
+    return {"average": (R["R21"] + R["R22"]) / 2, "bwt": R["R21"] - R["R11"], "forgetting": R["R21"] - R["R11"],
+            "zero_shot": R["R12"]}
+
+
+def metrics_text(ctx: ReportContext) -> list[str]:
+    return ["The error matrix `R[i, j]` = test error on stage `j` after learning stage `i` (the task metric of each "
+            "benchmark; lower is better), and the field's metrics computed from it per seed (`continual_metrics`): "
+            "*average* error on both stages after stage 2; *BWT* = R[2,1] - R[1,1] (backward transfer, the sign "
+            "flipped for errors: > 0 means learning stage 2 raised stage 1's error); *forgetting* as in Chaudhry et "
+            "al. 2018 (R[2,1] minus the best earlier error on stage 1; with two stages it equals BWT); *zero-shot* = "
+            "R[1,2], stage 2's error before it is learned. Forward transfer needs an untrained model's error on stage 2 "
+            "and intransigence a jointly trained reference; neither is recorded, and neither is a replay buffer or "
+            "an EWC strength sweep (only the two fixed strengths below): not run.", ""]
+
+
+def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
+    def render(ctx: ReportContext) -> list[str]:
+        b = ctx.spec.bench(bench)
+        m = metric_of(ctx, bench)
+        lines = [f"### {b.title}", ""]
+        if m is None:
+            return lines + ["No records yet.", ""]
+        lines += [f"`{m}`, mean ± sample std over seeds.", "",
+                  "| model | seeds | R[1,1] | R[1,2] (zero-shot) | R[2,1] | R[2,2] | average after 2 | BWT = forgetting |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for lab in ctx.labels(bench):
+            Rs = error_matrix(ctx, bench, lab)
+            if not Rs:
+                continue
+            mets = [continual_metrics(R) for R in Rs]
+            lines.append(f"| {lab} | {len(Rs)} | " + " | ".join(ms([R[k] for R in Rs]) for k in ("R11", "R12", "R21", "R22"))
+                         + f" | {ms([x['average'] for x in mets])} | {ms([x['bwt'] for x in mets])} |")
+        return lines + [""]
+    return render

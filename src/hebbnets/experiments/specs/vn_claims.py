@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..reporting import Claim, Custom, Figure, Notes, TuningTable, Verdicts, fmt
+from ..reporting import Claim, Custom, Figure, Notes, Text, TuningTable, Verdicts, fmt
 from ..reporting import narration_vn_claims as N
 from .._spec import Bench, Grid, Scale, Spec, register_spec, variant
 from . import vn_benchmarks as VB
@@ -146,6 +146,13 @@ SPEC = register_spec(Spec(
                    _CONT),
             Figure("sparsity", "sparsity", "VN: active atoms per test sample (first layer, every seed)", _CONT),
             Figure("stage_atoms", "stage_atoms", "VN: the atoms each stage's test samples use most (first seed)", _CONT),
+        ),
+        "metrics": (
+            Text("## The field's continual-learning metrics"),
+            Custom(N.metrics_text),
+            *(Custom(N.metrics_table(b.name)) for b in CONTINUAL),
+            Figure("stability_plasticity", "stability_plasticity", "Stability against plasticity after both stages "
+                   "(mean over seeds, seeds as dots; grey lines join an MLP and its EWC strengths)", _CONT),
         ),
         "amortised": (
             Custom(N.amortised_text),
