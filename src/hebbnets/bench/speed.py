@@ -520,3 +520,98 @@ def rsgn_fast_paths(task: str = "rsgn_hierarchical", params: dict[str, Any] | No
              "threads": threads, "fast_s": best["fast"], "reference_s": best["reference"],
              "ratio": best["reference"] / best["fast"], "loss_fast": losses["fast"],
              "loss_reference": losses["reference"]}]
+
+
+# -- the field's LASSO solvers as anchors ----------------------------------------------------------
+#: solver settings of ``lasso_anchors``: each solver at several tolerances (iterations for FISTA),
+#: so every solver gives a curve of suboptimality against time
+ANCHOR_TOLS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8)
+FISTA_ITERS = (25, 50, 100, 200, 400, 800)
+
+
+def _hebbnets_solvers(S: torch.Tensor, x: torch.Tensor, lam: float) -> dict[str, Callable[[float], np.ndarray]]:
+    """hebbnets' batched solvers on ``B`` problems sharing ``S (n, K)``: ``setting -> codes (B, K)``
+    (MFISTA ``fista_gram`` at a fixed iteration count; ``fista_working_set`` at an inner tolerance,
+    its KKT tolerance scaled with it). Every call forms its own products (Gram, correlations)."""
+    from ..vn.fista import fista_working_set
+
+    return {"hebbnets_fista": lambda it: _encode(S, x, lam, int(it), True).codes.numpy(),
+            "hebbnets_working_set": lambda tol: fista_working_set(S.T @ S, x @ S, lam, tol=tol,
+                                                                  kkt_tol=lam * tol * 100).codes.numpy()}
+
+
+def _anchor_solvers(S: torch.Tensor, x: torch.Tensor, lam: float) -> dict[str, Callable[[float], np.ndarray]]:
+    """The field's solvers as a user calls them on the same problems (float64): scikit-learn, one
+    multi-target ``Lasso`` (coordinate descent per target, what ``sparse_encode`` does); celer and
+    skglm (the ``anchors`` extra, left out when not installed), one ``Lasso`` per sample (neither
+    batches independent targets; skglm compiled once before timing)."""
+    from sklearn.linear_model import Lasso
+
+    n = S.shape[0]
+    Sn, xn = S.numpy(), x.numpy()
+    alpha = lam / n  # they minimise ||y - X w||^2 / (2 n) + alpha ||w||_1: the same minimiser
+    solvers: dict[str, Callable[[float], np.ndarray]] = {
+        "sklearn": lambda tol: Lasso(alpha=alpha, fit_intercept=False, tol=tol, max_iter=100_000).fit(Sn, xn.T).coef_}
+    try:
+        import celer
+        solvers["celer"] = lambda tol: np.stack([celer.Lasso(alpha=alpha, fit_intercept=False, tol=tol).fit(Sn, xi).coef_
+                                                 for xi in xn])
+    except ImportError:
+        pass
+    try:
+        import skglm
+        skglm.Lasso(alpha=alpha, fit_intercept=False).fit(Sn, xn[0])  # numba compiles once, not timed
+        solvers["skglm"] = lambda tol: np.stack([skglm.Lasso(alpha=alpha, fit_intercept=False, tol=tol).fit(Sn, xi).coef_
+                                                 for xi in xn])
+    except ImportError:
+        pass
+    return solvers
+
+
+@register_measurement("lasso_anchors")
+def lasso_anchors(sizes: list[list[int]], lam: float = 0.1, tols: list[float] | tuple[float, ...] = ANCHOR_TOLS,
+                  iters: list[int] | tuple[int, ...] = FISTA_ITERS, dtype: str = "float32",
+                  threads: int = 1) -> list[dict[str, Any]]:
+    """hebbnets' batched LASSO solvers against scikit-learn, celer and skglm (``_anchor_solvers``)
+    on ``speed.lasso_problem`` problems of every ``(B, K, n)`` in ``sizes``, in the style of
+    benchopt's benchmark_lasso: each solver at every setting (``tols``; ``iters`` for FISTA), its
+    wall time for all ``B`` samples (best of 2) and its suboptimality ``(f - f*) / f*`` (mean and
+    largest over samples, objectives in float64), ``f*`` the smallest objective any run reached
+    per sample. hebbnets runs in ``dtype``, the anchors in float64 (what they take)."""
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+
+    prev = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    rows: list[dict[str, Any]] = []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            for B, K, n in sizes:
+                S64, x64 = lasso_problem(B, K, n, dtype=torch.float64)
+                S, x = S64.to(getattr(torch, dtype)), x64.to(getattr(torch, dtype))
+                solvers = {**_hebbnets_solvers(S, x, lam), **_anchor_solvers(S64, x64, lam)}
+                runs = []
+                for name, solve in solvers.items():
+                    for setting in (iters if name == "hebbnets_fista" else tols):
+                        seconds = best_time(lambda s=setting, f=solve: f(s), repeats=2)
+                        codes = torch.from_numpy(np.asarray(solve(setting), dtype=np.float64))
+                        runs.append((name, setting, seconds, lasso_objective(S64, x64, codes, lam)))
+                best = torch.stack([r[3] for r in runs]).min(0).values  # (B,) f* per sample
+                for name, setting, seconds, obj in runs:
+                    sub = (obj - best) / best
+                    rows.append({"table": "anchors", "B": B, "K": K, "n": n, "lam": lam, "solver": name,
+                                 "setting": setting, "seconds": seconds, "samples_per_s": B / seconds,
+                                 "suboptimality_mean": float(sub.mean()), "suboptimality_max": float(sub.max()),
+                                 "dtype": dtype if name.startswith("hebbnets") else "float64", "threads": threads})
+    finally:
+        torch.set_num_threads(prev)
+    return rows
+
+
+def time_to_suboptimality(rows: list[dict[str, Any]], solver: str, target: float) -> float | None:
+    """The fastest setting of ``solver`` in ``lasso_anchors`` rows (one size) whose largest
+    suboptimality is at most ``target``; None when no setting reaches it."""
+    ok = [r["seconds"] for r in rows if r["solver"] == solver and r["suboptimality_max"] <= target]
+    return min(ok) if ok else None

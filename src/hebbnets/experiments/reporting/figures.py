@@ -738,3 +738,30 @@ def stability_plasticity(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
         ax.legend(fontsize=6, loc="best")
     fig.tight_layout()
     return fig
+
+
+
+@register_figure("lasso_anchors")
+def lasso_anchors_figure(ctx: ReportContext, measure: str = "lasso_anchors") -> Any:
+    """One panel per problem size: every solver's largest suboptimality over the samples against
+    its wall time, one point per setting joined in order of time (log-log), as benchopt draws it."""
+    e = ctx.measure(measure)
+    if e is None:
+        return None
+    sizes = sorted({(r["B"], r["K"], r["n"]) for r in e["rows"]})
+    plt = _plt()
+    fig, axes = plt.subplots(1, len(sizes), figsize=(5.0 * len(sizes), 3.8), squeeze=False)
+    for ax, size in zip(axes[0], sizes):
+        rows = [r for r in e["rows"] if (r["B"], r["K"], r["n"]) == size]
+        for solver in dict.fromkeys(r["solver"] for r in rows):
+            pts = sorted((r["seconds"], max(r["suboptimality_max"], 1e-16)) for r in rows if r["solver"] == solver)
+            ax.plot(*zip(*pts), marker="o", ms=3, lw=1, ls="-" if solver.startswith("hebbnets") else "--", label=solver)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("seconds for all samples", fontsize=8)
+        ax.set_ylabel("largest suboptimality (f - f*) / f*", fontsize=8)
+        ax.set_title(" x ".join(map(str, size)), fontsize=9)
+        ax.tick_params(which="both", labelsize=7)
+        ax.legend(fontsize=6, loc="best")
+    fig.tight_layout()
+    return fig

@@ -183,6 +183,65 @@ def rsgn_paths_claim(ctx: ReportContext) -> Verdict:
                    against="the reference paths, same run", seeds="—", reading="rsgn")
 
 
+#: the suboptimality ``(f - f*) / f*`` (largest over samples) at which solvers are compared
+ANCHOR_TARGETS = (1e-3, 1e-5)
+ANCHOR_NAMES = {"hebbnets_fista": "hebbnets MFISTA (batched)", "hebbnets_working_set": "hebbnets working set (batched)",
+                "sklearn": "scikit-learn Lasso (multi-target CD)", "celer": "celer Lasso (per sample)",
+                "skglm": "skglm Lasso (per sample)"}
+
+
+def _anchor_sizes(e: dict[str, Any]) -> list[tuple[int, int, int]]:
+    return sorted({(r["B"], r["K"], r["n"]) for r in e["rows"]})
+
+
+def anchors_section(ctx: ReportContext) -> list[str]:
+    """``lasso_anchors``: per size, every solver's time to reach each target suboptimality."""
+    from ...bench.speed import time_to_suboptimality
+
+    e = ctx.measure("lasso_anchors")
+    if e is None:
+        return ["No records yet (`hebbnets reproduce speed --benches lasso_anchors`).", ""]
+    lines = [f"Each solver at several tolerances (MFISTA: iteration counts) on the same problems ({_machine(e)}); "
+             "seconds for all B samples (best of 2, products included) to reach a largest suboptimality "
+             "`(f - f*) / f*` over the samples of at most the target (`f*`: the best objective any run reached per "
+             "sample); hebbnets in float32, the anchors in float64; celer and skglm called once per sample (neither "
+             "batches independent targets; skglm compiled before timing). The curves: the figure below.", "",
+             "| B x K x n | solver | " + " | ".join(f"s to <= {t:g}" for t in ANCHOR_TARGETS) + " |",
+             "|---|---|" + "---|" * len(ANCHOR_TARGETS)]
+    for size in _anchor_sizes(e):
+        rows = [r for r in e["rows"] if (r["B"], r["K"], r["n"]) == size]
+        for solver in dict.fromkeys(r["solver"] for r in rows):
+            times = [time_to_suboptimality(rows, solver, t) for t in ANCHOR_TARGETS]
+            lines.append(f"| {' x '.join(map(str, size))} | {ANCHOR_NAMES.get(solver, solver)} | "
+                         + " | ".join("not reached" if v is None else f"{v:.3g}" for v in times) + " |")
+    return lines + [""]
+
+
+def anchors_claim(size: tuple[int, int, int], target: float = 1e-5, goal: float = 10.0) -> Callable[[ReportContext], Verdict]:
+    """hebbnets' fastest batched solver at least ``goal`` times faster than the fastest anchor to
+    a largest suboptimality of ``target``, at ``size``."""
+    def check(ctx: ReportContext) -> Verdict:
+        from ...bench.speed import time_to_suboptimality
+
+        e = ctx.measure("lasso_anchors")
+        rows = [] if e is None else [r for r in e["rows"] if (r["B"], r["K"], r["n"]) == tuple(size)]
+        if not rows:
+            return Verdict(None, "no record of this size.", reading="vn")
+        solvers = list(dict.fromkeys(r["solver"] for r in rows))
+        times = {s: time_to_suboptimality(rows, s, target) for s in solvers}
+        ours = {s: t for s, t in times.items() if s.startswith("hebbnets") and t is not None}
+        theirs = {s: t for s, t in times.items() if not s.startswith("hebbnets") and t is not None}
+        if not ours or not theirs:
+            return Verdict(False if not ours else None, "a side never reaches the target.", reading="vn")
+        o, t = min(ours, key=ours.get), min(theirs, key=theirs.get)
+        ratio = theirs[t] / ours[o]
+        missing = [s for s in ("celer", "skglm") if s not in solvers]
+        return Verdict(ratio >= goal, f"{ANCHOR_NAMES[o]} {ours[o]:.3g} s vs {ANCHOR_NAMES[t]} {theirs[t]:.3g} s"
+                       + (f" ({', '.join(missing)} not installed)" if missing else "") + ".",
+                       effect=f"{ratio:.2f}x", against=f"the fastest anchor ({t})", seeds="—", reading="vn")
+    return check
+
+
 # -- claim checks -----------------------------------------------------------------------------------
 def inference_claim(size: tuple[int, int, int], target: float = 5.0) -> Callable[[ReportContext], Verdict]:
     """Batched FISTA (the fastest of mfista, fista and the working-set solver) at least ``target``

@@ -5,8 +5,9 @@ The prose, tables and claim checks are ``reporting/narration_speed.py`` (``vn_in
 re-exported here for the ``vn_claims`` report)."""
 from __future__ import annotations
 
-from ..reporting import Claim, Custom, Notes, Text, Verdicts
-from ..reporting.narration_speed import (compile_section, inference_claim, matrix_claim, parity_section,  # noqa: F401
+from ..reporting import Claim, Custom, Figure, Notes, Text, Verdicts
+from ..reporting.narration_speed import (anchors_claim, anchors_section, compile_section, inference_claim,  # noqa: F401
+                                         matrix_claim, parity_section,
                                          rsgn_paths_claim, rsgn_paths_section, vn_inference_lines,
                                          vn_inference_section, vn_matrix_section, warm_start_section)
 from .._spec import Measure, Spec, register_spec
@@ -24,6 +25,10 @@ COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 1
                   title="torch.compile against eager")
 WARM_START = Measure("vn_warm_start", "vn_warm_start", {"task": "toy_atoms"},
                      scales={"smoke": {"params": {"n_train": 64, "n_test": 16}}}, title="VN warm starts across epochs")
+ANCHORS = Measure("lasso_anchors", "lasso_anchors", {"sizes": [[1024, 256, 128], [4096, 512, 256]],
+                                                     "tols": [1e-2, 1e-4, 1e-6], "iters": [25, 100, 400]},
+                  scales={"smoke": {"sizes": [[32, 16, 8]], "tols": [1e-2, 1e-6], "iters": [25, 200]}},
+                  title="LASSO solvers against scikit-learn, celer and skglm")
 RSGN_PATHS = Measure("rsgn_fast_paths", "rsgn_fast_paths", {"n_nodes": 1024, "batch_size": 64},
                      scales={"smoke": {"params": {"n_samples": 200}, "n_nodes": 64, "batch_size": 8, "repeats": 1,
                                        "steps": 1}}, title="RSGN step: fast paths against their references")
@@ -31,7 +36,7 @@ RSGN_PATHS = Measure("rsgn_fast_paths", "rsgn_fast_paths", {"n_nodes": 1024, "ba
 
 SPEC = register_spec(Spec(
     "speed", "Speed and scaling, against the reference each fast path replaces",
-    measures=(VN_INFERENCE, VN_MATRIX, PARITY_SPEED, COMPILE, WARM_START, RSGN_PATHS),
+    measures=(VN_INFERENCE, ANCHORS, VN_MATRIX, PARITY_SPEED, COMPILE, WARM_START, RSGN_PATHS),
     intro="Measured in one run each (`hebbnets reproduce speed`); every ratio is against a reference timed in the same run.",
     sections=(
         Verdicts((
@@ -40,10 +45,16 @@ SPEC = register_spec(Spec(
               for size in VN_INFERENCE.params["sizes"]),
             Claim("The matrix layer's factorised Gram product is faster than the Kronecker Gram at equal objective",
                   matrix_claim),
+            *(Claim(f"hebbnets' batched LASSO is at least 10x faster than the fastest of scikit-learn, celer and skglm "
+                    f"to a suboptimality of 1e-5 ({' x '.join(map(str, size))})", anchors_claim(tuple(size)))
+              for size in ANCHORS.params["sizes"]),
             Claim("The sparse RSGN step's fast paths are faster than their references at the same loss", rsgn_paths_claim),
         )),
         Text("## VN inference: batched FISTA against scikit-learn"),
         Custom(vn_inference_section),
+        Text("## LASSO solvers: hebbnets against scikit-learn, celer and skglm"),
+        Custom(anchors_section),
+        Figure("lasso_anchors", "suboptimality", "Suboptimality against time, every solver and size (log-log)"),
         Text("## VN matrix atoms: factorised against Kronecker Gram inference"),
         Custom(vn_matrix_section),
         Text("## RSGN: cost of a training step\n\nThe sparse RSGN's cost is measured in [rsgn_cost](rsgn_cost.md): a full "
