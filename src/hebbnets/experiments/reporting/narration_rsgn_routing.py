@@ -249,8 +249,8 @@ class RoutingReport:
         n = f"N = {self.n_small:,}"
         out = []
         for b in budget:
-            what = ("sparse RSGN is within 2 pp of the dense model" if b.task in self.dense else
-                    "S > 1 beats S = 1 by more than 2 seed std and sparse RSGN beats every trivial classifier")
+            what = ("sparse RSGN (a design tried) is within 2 pp of the dense model" if b.task in self.dense else
+                    "S > 1 beats S = 1 by more than 2 seed std and sparse RSGN beats every trivial classifier (a design tried)")
             out.append(Claim(f"At the author's budget and <= 2 % activity, {what} ({self.short[b.task]}, {n})",
                              self.goal_claim(b.name)))
         for b in screen:
@@ -261,47 +261,67 @@ class RoutingReport:
 
     def goal_claim(self, bench: str) -> Check:
         """The goal at the author's budget: paper tasks, within 2 pp of the dense model; own tasks, S
-        > 1 ahead of S = 1 beyond 2 seed std and above every trivial classifier; both at <= 2 %
-        activity before any cap."""
-        def check(ctx: ReportContext) -> Verdict:
-            task = ctx.spec.bench(bench).task
-            parts = [self.dense_claim(bench)] if task in self.dense else [self.steps_claim(bench), self.trivial_claim(bench)]
+        > 1 ahead of S = 1 (the same design) beyond 2 seed std and above every trivial classifier;
+        both at <= 2 % activity before any cap. Checked for every design the bench runs; it holds when
+        one design meets it (the evidence names each)."""
+        def one(ctx: ReportContext, task: str, base: str) -> Verdict:
+            parts = [self.dense_claim(bench, base)] if task in self.dense else \
+                [self.steps_claim(bench, base), self.trivial_claim(bench, base)]
             verdicts = [c(ctx) for c in parts]
             values = [v.verdict for v in verdicts]
             if any(v is None for v in values):
                 return Verdict(None, " ".join(v.evidence for v in verdicts if v.verdict is None), reading="rsgn")
             verdict = True if all(v is True for v in values) else False if any(v is False for v in values) else "undecided"
-            return Verdict(verdict, " ".join(v.evidence for v in verdicts), effect="; ".join(v.effect for v in verdicts),
+            return Verdict(verdict, " ".join(v.evidence for v in verdicts if v.evidence),
+                           effect="; ".join(v.effect for v in verdicts),
                            against="; ".join(v.against for v in verdicts), seeds=verdicts[0].seeds, reading="rsgn")
+
+        def check(ctx: ReportContext) -> Verdict:
+            b = ctx.spec.bench(bench)
+            designs = [v.label for v in b.variants if not v.label.endswith("-steps1")]
+            results = [(lab, one(ctx, b.task, lab)) for lab in designs]
+            measured = [(lab, v) for lab, v in results if v.verdict is not None]
+            if not measured:
+                return results[0][1]
+            values = [v.verdict for _, v in measured]
+            verdict = True if True in values else False if all(v is False for v in values) else "undecided"
+            name = lambda lab: lab.removeprefix(self.base) or "default"  # noqa: E731
+            return Verdict(verdict, " ".join(f"`{name(lab)}`: {v.evidence}" for lab, v in measured),
+                           effect=" / ".join(f"{name(lab)} {v.effect}" for lab, v in measured),
+                           against=measured[0][1].against, seeds=measured[0][1].seeds, reading="rsgn")
         return check
 
     def _activity_note(self, ctx: ReportContext, bench: str, label: str) -> tuple[bool, str]:
         a = self._activity(ctx, bench, label)
         return (not math.isnan(a) and a <= ACTIVITY_LIMIT), f"activity {_num(a, 100.0, 2)} % before the cap"
 
-    def dense_claim(self, bench: str) -> Check:
+    def dense_claim(self, bench: str, base: str | None = None) -> Check:
         """Equal budget, paper task: the sparse model within 2 pp of the dense model's final accuracy."""
+        base = base or self.base
+
         def check(ctx: ReportContext) -> Verdict:
             task = ctx.spec.bench(bench).task
-            sp = ctx.cell(bench, self.base, "id", "accuracy")
+            sp = ctx.cell(bench, base, "id", "accuracy")
             dense = ctx.cell(*self.dense[task], "id", "accuracy")
             if sp is None or dense is None:
                 return Verdict(None, "needs the sparse and the dense model at the author's budget.", reading="rsgn")
-            ok, act = self._activity_note(ctx, bench, self.base)
+            ok, act = self._activity_note(ctx, bench, base)
             gap = 100 * (sp.mean - dense.mean)
             return Verdict(gap >= -2.0 and ok, f"{pct(sp)} % vs dense {pct(dense)} % ({act}).",
                            effect=f"{gap:+.1f} pp", against=f"dense `{self.dense[task][1]}` - 2 pp",
                            seeds=seeds_text(sp, dense), reading="rsgn")
         return check
 
-    def steps_claim(self, bench: str) -> Check:
+    def steps_claim(self, bench: str, base: str | None = None) -> Check:
         """Equal budget: S = the task's beats S = 1 by more than two pooled seed std."""
+        base = base or self.base
+
         def check(ctx: ReportContext) -> Verdict:
-            sd, s1 = (ctx.cell(bench, self.base + x, "id", "accuracy") for x in ("", "-steps1"))
+            sd, s1 = (ctx.cell(bench, base + x, "id", "accuracy") for x in ("", "-steps1"))
             if sd is None or s1 is None:
                 return Verdict(None, "needs both runs at the author's budget.", reading="rsgn")
             verdict, ev, effect = diff(sd, s1)
-            ok, act = self._activity_note(ctx, bench, self.base)
+            ok, act = self._activity_note(ctx, bench, base)
             word = {True: "S > 1 ahead" if ok else f"S > 1 ahead but {act}", False: "S = 1 better",
                     None: "S within seed noise"}[verdict] if min(sd.n, s1.n) >= 2 else "one seed"
             # the claim is "by more than 2 seed std": within noise it does not hold; fewer than 2
@@ -312,11 +332,14 @@ class RoutingReport:
                            seeds=seeds_text(sd, s1), reading="rsgn")
         return check
 
-    def trivial_claim(self, bench: str) -> Check:
-        """Equal budget: the default model above every trivial classifier (by more than its seed std)."""
+    def trivial_claim(self, bench: str, base: str | None = None) -> Check:
+        """Equal budget: the model ``base`` (default: the default design) above every trivial classifier
+        (by more than its seed std)."""
+        base = base or self.base
+
         def check(ctx: ReportContext) -> Verdict:
             b = ctx.spec.bench(bench)
-            sp = ctx.cell(bench, self.base, "id", "accuracy")
+            sp = ctx.cell(bench, base, "id", "accuracy")
             triv = self._trivial(ctx, b)
             if sp is None or not triv:
                 return Verdict(None, "needs the sparse model and the trivial classifiers.", reading="rsgn")
@@ -324,9 +347,8 @@ class RoutingReport:
             margin = sp.mean - best.mean
             noise = 0.0 if math.isnan(sp.std) else sp.std
             verdict = False if margin <= 0 else "undecided" if sp.n < 2 else True if margin > noise else "holds narrowly"
-            ok, act = self._activity_note(ctx, bench, self.base)
-            return Verdict(verdict, f"Best trivial {lab} {100 * best.mean:.1f} %.",
-                           effect=f"{100 * margin:+.1f} pp", against=f"{lab}",
+            ok, act = self._activity_note(ctx, bench, base)
+            return Verdict(verdict, "", effect=f"{100 * margin:+.1f} pp", against=f"{lab} {100 * best.mean:.1f} %",
                            seeds=seeds_text(sp), reading="rsgn")
         return check
 
