@@ -178,6 +178,9 @@ CASES = {  # model -> (tiny config, split maker)
     "pca": (dict(n_components=3), _img),  # simple code baselines (hebbnets.baselines.linear_codes)
     "dict_learning": (dict(n_components=3, n_iter=2, batch_size=16), _img),
     "svd_image": (dict(rank=1), _img),
+    # same-structure controls (hebbnets.controls)
+    "matrix_code_ff": (dict(atoms_u=3, atoms_s=3, hidden=8, l1=1e-3, **QUIET), _codes),
+    "vn_matrix_implicit": (dict(atoms_u=3, atoms_s=3, max_iter=20, **QUIET), _img),
 }
 
 

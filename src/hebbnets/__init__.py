@@ -12,8 +12,9 @@ from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
 from . import continual, entanglement
+from . import controls  # noqa: F401  (register the same-structure controls "matrix_code_ff", "vn_matrix_implicit")
 from . import bench
 from . import experiments
 
-__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "entanglement", "experiments", "metrics",
+__all__ = ["DataSpec", "Model", "Split", "baselines", "bench", "continual", "controls", "entanglement", "experiments", "metrics",
            "models", "rsgn", "set_threads", "tasks", "training", "vn", "__version__"]

@@ -203,19 +203,10 @@ class VNLayer(AtomLayer):
         x2, m2, _ = self._inputs(x, x_mask)
         h = self._target(target, x2)
         g = self.infer(x, target, x_mask) if code is None else self._code_arg(code, x2)
-        B = g.shape[0]
         rx = x2 - self.reconstruct(g)
         rx = rx if m2 is None else rx * m2  # (B, n)
-        dS = lr * (rx.T @ g) / B  # (n, K): column k is scaled by g_k, so inactive atoms get exact zeros
-        if h is not None and self.beta:
-            dU = lr * self.beta * ((h - self.message(g)).T @ g) / B  # (m, K)
-        else:
-            dU = torch.zeros_like(self.U)
-        self.S += dS
-        self.U += dU
-        active = (g != 0).any(dim=0)  # (K,)
-        rescale_atoms(self.S, self.U, active, self.norm_policy)
-        self.unused_batches.copy_(torch.where(active, 0, self.unused_batches + 1))
+        rh = self.beta * (h - self.message(g)) if h is not None and self.beta else None  # (B, m)
+        dS, dU, _ = self.hebb_update(rx, rh, g, lr, lr, self.norm_policy)  # VectorNetwork's own step
         return {"S": dS, "U": dU, "code": g}
 
 

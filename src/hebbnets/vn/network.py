@@ -185,6 +185,35 @@ class AtomLayer(nn.Module):
             return (self.U * g) @ self.S.T
         return torch.einsum("mk,bk,nk->bmn", self.U, g, self.S)
 
+    @torch.no_grad()
+    def hebb_update(self, r_x: torch.Tensor, r_h: torch.Tensor | None, g: torch.Tensor, rho_s: float, rho_u: float,
+                    norm_policy: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The Atomic-Hebb step on this layer's atoms, in place (``docs/vn.md`` section 3)::
+
+            S += rho_s mean_b r_x g^T,     U += rho_u mean_b r_h g^T
+
+        then the norm policy (``rescale_atoms``) on the atoms active in the batch and the
+        unused-batch counter. The one copy of the rule: ``VectorNetwork.atomic_hebb`` and
+        ``hebbnets.nn.VNLayer.hebb_step`` call it with their precision-weighted, masked residuals.
+
+        Args:
+            r_x: input residual ``(B, n)``; r_h: output residual ``(B, m)`` or ``None`` (``U``
+                does not move); g: the codes ``(B, K)``.
+        Returns:
+            ``(dS (n, K), dU (m, K), active (K,))``: the raw updates before the norm policy and
+            the atoms with a non-zero code in the batch. Column ``k`` of each update is scaled
+            by ``g_k``, so an atom inactive for the whole batch keeps its exact bits.
+        """
+        B = g.shape[0]
+        dS = rho_s * (r_x.T @ g) / B  # (n, K)
+        dU = torch.zeros_like(self.U) if r_h is None else rho_u * (r_h.T @ g) / B  # (m, K)
+        self.S += dS
+        self.U += dU
+        active = (g != 0).any(dim=0)  # (K,)
+        rescale_atoms(self.S, self.U, active, norm_policy)
+        self.unused_batches.copy_(torch.where(active, 0, self.unused_batches + 1))
+        return dS, dU, active
+
 
 @dataclass
 class Inference:
@@ -223,7 +252,7 @@ def rescale_atoms(S: torch.Tensor, U: torch.Tensor, active: torch.Tensor, policy
     ``S`` ``(n, K)`` and ``U`` ``(m, K)``: ``"unit_s"`` scales each active ``s`` to unit norm,
     ``"clip_s"`` only shrinks those above 1, ``"none"`` leaves them. ``s`` and ``u`` are divided by
     the same factor, so only the code's scale changes; inactive columns keep their exact bits.
-    The one copy of this rule: ``VectorNetwork.atomic_hebb`` and ``hebbnets.nn.VNLayer.hebb_step``."""
+    Applied by ``AtomLayer.hebb_update`` (the one copy of the Atomic-Hebb step)."""
     if policy == "none" or not bool(active.any()):
         return
     scale = S.norm(dim=0).clamp_min(1e-12)  # (K,)
@@ -493,20 +522,11 @@ class VectorNetwork(Model):
                 r_h = c_out * (h - layer.message(g))  # (B, m)
                 if l == L - 1 and inf.y_mask is not None:
                     r_h = r_h * inf.y_mask
-            dS = cfg.rho_s * (r_x.T @ g) / B  # (n, K)
-            dU = cfg.rho_u * (r_h.T @ g) / B  # (m, K)
-            layer.S += dS
-            layer.U += dU
-            active = (g != 0).any(dim=0)  # (K,)
-            self._apply_norm_policy(layer, active)
-            layer.unused_batches = torch.where(active, 0, layer.unused_batches + 1)
+            dS, dU, _ = layer.hebb_update(r_x, r_h, g, cfg.rho_s, cfg.rho_u, cfg.norm_policy)
             if cfg.reseed_after:
                 self._reseed(layer, r_x, r_h, layer.unused_batches >= cfg.reseed_after)
             updates.append({"S": dS, "U": dU})
         return updates
-
-    def _apply_norm_policy(self, layer: AtomLayer, active: torch.Tensor) -> None:
-        rescale_atoms(layer.S, layer.U, active, self.config.norm_policy)
 
     def _reseed(self, layer: AtomLayer, r_x: torch.Tensor, r_h: torch.Tensor, dead: torch.Tensor) -> None:
         """Point dead atoms at the largest residuals of the batch (one sample per atom)."""

@@ -36,7 +36,7 @@ SEEDS = (0, 1, 2)
 LR3 = [1e-3, 3e-3, 1e-2]
 #: smoke scale: one epoch, short FISTA budgets (the whole spec, searches included, in seconds)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
-                 "vn_pairs": {"max_iter": 20}, "pca": {"n_components": 4}}
+                 "vn_pairs": {"max_iter": 20}, "vn_matrix_implicit": {"max_iter": 20}, "pca": {"n_components": 4}}
 
 
 def _rates(vn_rho: float) -> dict[str, float]:
@@ -138,14 +138,21 @@ def _spatial(mode: str, vn: Moves, extra: tuple, extra_tuning: dict[str, Moves])
         scales={"smoke": _S_SMOKE}, title=f"spatial2d, mode={mode}")
 
 
+#: same-structure controls (issue 29; ``hebbnets.controls``): the reading's factor counts, its code from
+#: a feed-forward encoder (l1 0 = none), the baselines' 9 points (l1 x learning rate); and the reading
+#: itself with dense codes (lam 1e-4, at its chosen configuration otherwise)
+def _ff_control(factors: int) -> Grid:
+    return Grid({"l1": [0.0, 1e-3, 1e-2], "lr": LR3}, base=dict(atoms_u=factors, atoms_s=factors, hidden=256, **_IMG))
+
+
 SPATIAL_DECODE = _spatial(
     "decode",
     Moves(base=dict(atoms=(96, 64), hidden=(64,), lam=0.05, nonneg=True, **_IMG),
           moves=({"atoms": (128, 96)}, {"lam": 0.02}, {"lam": 0.1}, {"beta": 0.5}, _rates(1.0), {"test_lam": 0.01},
                  {**_budget(), "max_sweeps": 20}, {"atoms": (192, 128)})),
-    ("vn_pairs",),
+    ("vn_pairs", variant("vn_pairs-dense", "vn_pairs", lam=1e-4), "matrix_code_ff"),
     # vn_pairs' Hebbian rates default to rho_in 1, rho_out 10 (its own scale): the move doubles both
-    {"vn_pairs": Moves(base=dict(atoms_a=28, atoms_b=28, lam=0.05, **_IMG),
+    {"matrix_code_ff": _ff_control(28), "vn_pairs": Moves(base=dict(atoms_a=28, atoms_b=28, lam=0.05, **_IMG),
                        moves=({"atoms_a": 40, "atoms_b": 40}, {"lam": 0.02}, {"lam": 0.1}, {"beta": 0.3},
                               {"rho_in": 2.0, "rho_out": 20.0}, {"test_lam": 0.01}, _budget(),
                               {"atoms_a": 56, "atoms_b": 56}))})
@@ -156,11 +163,15 @@ SPATIAL_RECONSTRUCT = _spatial(
     Moves(base=dict(atoms=(128,), output="reconstruction", lam=0.001, nonneg=True, topk=4, **_IMG),
           moves=({"atoms": (64,)}, {"lam": 0.0003}, {"lam": 0.003}, {"beta": 0.5}, _rates(1.0), {"test_lam": 0.0005},
                  {"topk": 8}, _budget())),
-    ("vn_matrix", variant("vn_matrix-private", "vn_matrix", factors="private", topk=S_CONTROL_TOPK)),
+    ("vn_matrix", variant("vn_matrix-private", "vn_matrix", factors="private", topk=S_CONTROL_TOPK),
+     variant("vn_matrix-dense", "vn_matrix", lam=1e-4), "matrix_code_ff", "vn_matrix_implicit"),
     # with input = target and no mask, beta > 0 weighs the reconstruction (1 + beta) during training only:
     # training at lam / (1 + beta) while predicting at lam (not a repeat of a lam move). The costlier
     # moves (more factors, the FISTA budget) come last, so an accepted one slows no later point
-    {"vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.02, nonneg=True, **_IMG),
+    # the implicit control: FISTA kept, the factors by gradients through the solution; lam x learning rate
+    {"matrix_code_ff": _ff_control(36),
+     "vn_matrix_implicit": Grid({"lam": [0.003, 0.01, 0.03], "lr": LR3}, base=dict(atoms_u=36, atoms_s=36, **_IMG)),
+     "vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.02, nonneg=True, **_IMG),
                         moves=({"atoms_u": 20, "atoms_s": 20}, {"lam": 0.01}, {"lam": 0.05}, {"beta": 1.0}, _rates(1.0),
                                {"test_lam": 0.015}, {"atoms_u": 36, "atoms_s": 36}, _budget()))})
 #: the configuration an earlier, smaller search of spatial2d reconstruct chose (3 points, 60 epochs,
@@ -207,6 +218,7 @@ MNIST_RECONSTRUCT = Bench(
         # about the code size), no learning
         variant("svd_image-r1", "svd_image", rank=1),
         variant("svd_image-r7", "svd_image", rank=7),
+        "matrix_code_ff",  # same-structure control: vn_matrix's 40 x 40 factors, the code feed-forward
     ),
     options={"statistics": ["atoms"]},
     tuning={
@@ -220,6 +232,7 @@ MNIST_RECONSTRUCT = Bench(
         "conv_ae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "vae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "mlp": Grid({"hidden": [(512, 512), (1024, 1024)], "lr": LR3}, base=_MN),
+        "matrix_code_ff": Grid({"l1": [0.0, 1e-3], "lr": LR3}, base=dict(atoms_u=40, atoms_s=40, hidden=256, **_MN)),
     },
     scales={"smoke": Scale(params={"n_train": 48, "n_test": 12}, config=_SMOKE_CONFIG)},
     title="mnist_comp, mode=reconstruct")

@@ -1,0 +1,183 @@
+"""Same-structure controls for the Vector Network's matrix readings: the structure without the mechanism.
+
+A VN reading can win a bench through VN's mechanism (a sparse code inferred per sample by
+minimising the layer energy with FISTA, atoms learned by Atomic-Hebb) or only through the
+structure it shares with the data: matrix atoms ``u_a v_b^T`` composed into the output
+``U G V^T``. Each control keeps that structure and replaces one part of the mechanism, so a
+reading is credited with its mechanism only when every control loses beyond its interval:
+
+* ``matrix_code_ff`` (the code from a feed-forward network): the output is ``U G V^T`` with unit
+  factor columns, exactly the parameterisation of ``vn_matrix`` (images) and of ``vn_pairs``'
+  outputs (``spatial2d`` decode), but ``G`` ``(Ku, Kv)`` comes from an MLP encoder of the input,
+  and encoder and factors train end to end by backprop on the supervised loss, with an optional l1
+  penalty on ``G`` (``l1 = 0``: none). No inference, no Atomic-Hebb.
+* ``vn_matrix_implicit`` (FISTA kept, Atomic-Hebb replaced): the code is ``vn_matrix``'s LASSO
+  solution ``G*(x) = argmin_G 1/2 ||x - U G V^T||^2 + lam ||G||_1``, found by the same batched
+  FISTA, but the factors learn by gradients of the reconstruction loss through the solution
+  (``hebbnets.nn.MatrixAtomLayer``: implicit differentiation on the active set, never unrolled),
+  with Adam, and the unit-norm policy after every step. Reconstruct tasks only (the energy is on
+  the input image).
+* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs``) need no model: a spec variant.
+
+Both are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
+and validation carve as every baseline. Inputs are flattened for the encoder; targets are images
+``(N, H, W)``; masked inputs and class labels are refused with one ``ValueError``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from ._model import DataSpec
+from ._validation import check_int, check_positive
+from .models import register
+from .nn import MatrixAtomLayer
+from .training import BackpropModel, Callback, TrainConfig, supervised_loss
+
+
+def _image_target(spec: DataSpec, model: str) -> tuple[int, int]:
+    if spec.is_classification or len(spec.y_shape) != 2:
+        raise ValueError(f"y: model {model!r} needs image targets (N, H, W), got per-sample shape {spec.y_shape}")
+    if spec.x_masked:
+        raise ValueError(f"x_mask: model {model!r} does not take masked inputs")
+    return int(spec.y_shape[0]), int(spec.y_shape[1])
+
+
+def unit_columns(w: torch.Tensor) -> torch.Tensor:
+    """``w`` ``(d, K)`` with every column scaled to unit l2 norm (``vn_matrix``'s ``"unit"`` policy)."""
+    return w / w.norm(dim=0, keepdim=True).clamp_min(1e-12)
+
+
+@dataclass
+class MatrixCodeFFConfig(TrainConfig):
+    """``matrix_code_ff``: ``atoms_u`` / ``atoms_s`` factor columns of the output's rows (``U``
+    ``(H, Ku)``) and columns (``V`` ``(W, Kv)``), as ``vn_matrix``'s ``atoms_u`` / ``atoms_s``;
+    ``hidden``: the encoder's hidden width (0: a linear encoder); ``l1``: weight of the penalty
+    ``l1 * mean_b ||G||_1 / (H W)`` added to the mean squared error (the VN energy's ``lam`` in
+    these units is ``l1 / 2``); ``nonneg``: codes ``G >= 0`` (a ReLU), as ``vn_matrix``'s."""
+
+    atoms_u: int = 28
+    atoms_s: int = 28
+    hidden: int = 256
+    l1: float = 0.0
+    nonneg: bool = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int(self.atoms_u, "atoms_u")
+        check_int(self.atoms_s, "atoms_s")
+        check_int(self.hidden, "hidden", minimum=0)
+        check_positive(self.l1, "l1", allow_zero=True)
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+@register("matrix_code_ff")
+class MatrixCodeFF(BackpropModel):
+    """``y_hat = U G(x) V^T`` ``(N, H, W)`` with ``G(x) = encoder(flatten(x))`` ``(N, Ku, Kv)``
+    and unit factor columns (module docstring): ``vn_matrix``'s output structure, trained by backprop."""
+
+    Config = MatrixCodeFFConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        height, width = _image_target(spec, "matrix_code_ff")
+        k = cfg.atoms_u * cfg.atoms_s
+        layers = [nn.Linear(spec.x_dim, k)] if cfg.hidden == 0 else \
+            [nn.Linear(spec.x_dim, cfg.hidden), nn.GELU(), nn.Linear(cfg.hidden, k)]
+        self.encoder = nn.Sequential(nn.Flatten(), *layers)
+        self.U = nn.Parameter(torch.randn(height, cfg.atoms_u))  # (H, Ku), normalised in use
+        self.V = nn.Parameter(torch.randn(width, cfg.atoms_s))  # (W, Kv)
+
+    def code(self, x: torch.Tensor) -> torch.Tensor:
+        """The code ``G`` ``(N, Ku, Kv)`` of inputs ``x`` ``(N, *x_shape)`` (exact zeros where the
+        ReLU cuts, with ``nonneg``)."""
+        g = self.encoder(x).view(x.shape[0], self.config.atoms_u, self.config.atoms_s)
+        return torch.relu(g) if self.config.nonneg else g
+
+    def compose(self, g: torch.Tensor) -> torch.Tensor:
+        """``U G V^T``: ``(N, Ku, Kv) -> (N, H, W)``."""
+        return unit_columns(self.U) @ g @ unit_columns(self.V).T
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        if x_mask is not None:
+            raise ValueError("x_mask: model 'matrix_code_ff' does not take masked inputs")
+        return self.compose(self.code(x))
+
+    def _loss(self, batch) -> torch.Tensor:
+        g = self.code(batch.x)
+        loss = supervised_loss(self.compose(g), batch, self.spec)
+        if self.config.l1:
+            loss = loss + self.config.l1 * g.abs().sum((1, 2)).mean() / self.spec.y_dim
+        return loss
+
+
+@dataclass
+class MatrixImplicitConfig(TrainConfig):
+    """``vn_matrix_implicit``: ``atoms_u``, ``atoms_s``, ``lam``, ``nonneg``, ``max_iter``, ``tol``
+    as ``vn_matrix`` (the LASSO and its FISTA budget); ``lam`` holds at training and prediction."""
+
+    atoms_u: int = 28
+    atoms_s: int = 28
+    lam: float = 0.02
+    nonneg: bool = True
+    max_iter: int = 200
+    tol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int(self.atoms_u, "atoms_u")
+        check_int(self.atoms_s, "atoms_s")
+        check_int(self.max_iter, "max_iter")
+        check_positive(self.lam, "lam")
+        check_positive(self.tol, "tol")
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+class UnitFactors(Callback):
+    """After every optimiser step, every factor column to unit norm: ``vn_matrix``'s ``"unit"``
+    policy (without a bound, gradients escape the l1 penalty by growing the factors)."""
+
+    def on_step_end(self, model, step, batch, loss) -> None:
+        with torch.no_grad():
+            for w in (model.layer.U, model.layer.S):
+                w.copy_(unit_columns(w))
+
+
+@register("vn_matrix_implicit")
+class MatrixImplicit(BackpropModel):
+    """``vn_matrix``'s inference (``G*(x)`` by FISTA) and output ``U G* S^T`` ``(N, H, W)``, its
+    factors learned by Adam through the LASSO solution (module docstring)."""
+
+    Config = MatrixImplicitConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        height, width = _image_target(spec, "vn_matrix_implicit")
+        if tuple(spec.x_shape) != (height, width):
+            raise ValueError(f"x: model 'vn_matrix_implicit' reconstructs its input image: needs x shaped like "
+                             f"y {spec.y_shape}, got {spec.x_shape}")
+        self.layer = MatrixAtomLayer((height, width), (cfg.atoms_u, cfg.atoms_s), cfg.lam, nonneg=cfg.nonneg,
+                                     max_iter=cfg.max_iter, tol=cfg.tol)
+        with torch.no_grad():
+            for w in (self.layer.U, self.layer.S):
+                w.copy_(unit_columns(w))
+
+    def training_callbacks(self) -> list[Callback]:
+        return [UnitFactors(), *super().training_callbacks()]
+
+    def code(self, x: torch.Tensor) -> torch.Tensor:
+        """The LASSO code ``G*`` ``(N, Ku, Ks)`` of images ``x`` ``(N, H, W)``."""
+        return self.layer(x, return_code=True)[1]
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        if x_mask is not None:
+            raise ValueError("x_mask: model 'vn_matrix_implicit' does not take masked inputs")
+        return self.layer(x)
+
+
+__all__ = ["MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit", "MatrixImplicitConfig", "UnitFactors",
+           "unit_columns"]

@@ -1,0 +1,107 @@
+"""The same-structure controls (``hebbnets.controls``): the output is ``U G V^T`` with unit factor
+columns, the feed-forward code's l1 penalty is the documented one, the implicit control's code is
+the LASSO solution and its factors stay unit norm through training, and bad input is refused."""
+import pytest
+import torch
+
+import hebbnets as hn
+from hebbnets.controls import unit_columns
+from hebbnets.vn.fista import kkt_violation
+
+QUIET = dict(progress=False, epochs=3, batch_size=16)
+
+
+def _decode(n=48, seed=0):  # (N, 10) one-hot pairs -> (N, 5, 5) images
+    g = torch.Generator().manual_seed(seed)
+    a, b = torch.randint(5, (n,), generator=g), torch.randint(5, (n,), generator=g)
+    eye = torch.eye(5)
+    return hn.Split(torch.cat([eye[a], eye[b]], 1), eye[a][:, :, None] * eye[b][:, None, :])
+
+
+def _images(n=48, seed=0):  # (N, 6, 5) rank-1 non-negative images, reconstruct
+    g = torch.Generator().manual_seed(seed)
+    x = torch.rand(n, 6, 1, generator=g) * torch.rand(n, 1, 5, generator=g)
+    return hn.Split(x, x.clone())
+
+
+def test_feed_forward_code_composes_its_code_with_unit_factors():
+    split = _decode()
+    model = hn.models.make("matrix_code_ff", seed=0, atoms_u=4, atoms_s=3, hidden=16, **QUIET).fit(split)
+    with torch.no_grad():
+        g = model.code(split.x)
+        by_hand = unit_columns(model.U) @ g @ unit_columns(model.V).T
+    assert g.shape == (48, 4, 3) and bool((g >= 0).all()) and bool((g == 0).any())  # ReLU: exact zeros
+    assert torch.allclose(unit_columns(model.U).norm(dim=0), torch.ones(4))
+    assert torch.equal(model.predict(split.x), by_hand)
+    assert model.predict(split.x).shape == (48, 5, 5)
+
+
+def test_feed_forward_l1_penalty_is_the_documented_term():
+    split = _decode()
+    plain = hn.models.make("matrix_code_ff", seed=0, atoms_u=4, atoms_s=3, hidden=16, **QUIET)
+    sparse = hn.models.make("matrix_code_ff", seed=0, atoms_u=4, atoms_s=3, hidden=16, l1=0.3, **QUIET)
+    plain.build(hn.DataSpec.from_split(split))
+    sparse.build(hn.DataSpec.from_split(split))
+    sparse.load_state_dict(plain.state_dict())
+    g = plain.code(split.x)
+    want = plain._loss(split) + 0.3 * g.abs().sum((1, 2)).mean() / 25
+    assert torch.allclose(sparse._loss(split), want, rtol=1e-6)
+
+
+def test_linear_encoder_and_signed_codes():
+    split = _decode()
+    model = hn.models.make("matrix_code_ff", seed=0, atoms_u=2, atoms_s=2, hidden=0, nonneg=False, **QUIET).fit(split)
+    assert len([m for m in model.encoder if isinstance(m, torch.nn.Linear)]) == 1
+    assert bool((model.code(split.x) < 0).any())
+
+
+def test_implicit_control_codes_solve_the_lasso_and_factors_stay_unit_norm():
+    split = _images()
+    model = hn.models.make("vn_matrix_implicit", seed=0, atoms_u=3, atoms_s=3, lam=0.01, max_iter=2000, tol=1e-9,
+                           lr=1e-2, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    model.fit(split)
+    layer = model.layer
+    assert not torch.equal(layer.U, start["layer.U"])  # the factors learned by gradients
+    for w in (layer.U, layer.S):
+        assert torch.allclose(w.norm(dim=0), torch.ones(3), atol=1e-5)
+    with torch.no_grad():
+        g = model.code(split.x)  # (N, 3, 3)
+        d = -layer.correlate(layer.residual(split.x, g, None))  # energy gradient, (N, 3, 3)
+        viol = kkt_violation(d.flatten(1), g.flatten(1), 0.01, True)
+    assert float(viol.max()) < 1e-4  # 1 % of lam in float32 (an unsolved code violates by ~lam)
+    assert torch.allclose(model.predict(split.x), layer.compose(g), atol=1e-6)
+
+
+def test_implicit_training_lowers_the_reconstruction_error():
+    split = _images(96)
+    model = hn.models.make("vn_matrix_implicit", seed=0, atoms_u=3, atoms_s=3, lam=0.005, lr=3e-2,
+                           **{**QUIET, "epochs": 15, "patience": 15})
+    model.build(hn.DataSpec.from_split(split))
+    with torch.no_grad():
+        before = float(((model.layer(split.x) - split.y) ** 2).mean())
+    model.fit(split)
+    assert model.score(split) < 0.7 * before
+
+
+@pytest.mark.parametrize("name,kwargs,arg", [
+    ("matrix_code_ff", {"atoms_u": 0}, "atoms_u"), ("matrix_code_ff", {"l1": -1.0}, "l1"),
+    ("matrix_code_ff", {"hidden": -1}, "hidden"), ("matrix_code_ff", {"nonneg": "yes"}, "nonneg"),
+    ("vn_matrix_implicit", {"lam": 0.0}, "lam"), ("vn_matrix_implicit", {"atoms_s": 1.5}, "atoms_s"),
+    ("vn_matrix_implicit", {"tol": -1.0}, "tol")])
+def test_bad_config_names_the_field(name, kwargs, arg):
+    with pytest.raises(ValueError, match=f"^{arg}:"):
+        hn.models.make(name, **kwargs)
+
+
+def test_bad_data_names_the_argument():
+    labels = hn.Split(torch.randn(8, 4), torch.randint(3, (8,)))
+    for name in ("matrix_code_ff", "vn_matrix_implicit"):
+        with pytest.raises(ValueError, match="^y:"):
+            hn.models.make(name, **QUIET).fit(labels)
+        img = _images(8)
+        with pytest.raises(ValueError, match="^x_mask:"):
+            hn.models.make(name, **QUIET).fit(hn.Split(img.x, img.y, x_mask=torch.ones_like(img.x)))
+    with pytest.raises(ValueError, match="^x:"):  # decode input: no image energy to minimise
+        hn.models.make("vn_matrix_implicit", **QUIET).fit(_decode(8))
