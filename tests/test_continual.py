@@ -1,5 +1,6 @@
 """fit_stages learns stages with fit then partial_fit; forgetting reads the records."""
 import pytest
+import torch
 
 import hebbnets as hn
 from hebbnets.continual import fit_stages, forgetting
@@ -98,3 +99,55 @@ def test_continual_protocol_refuses_a_task_without_stages_and_unknown_options():
     with pytest.raises(ValueError, match="options: unknown"):
         plan_bench(None, bad.with_(task="functions1d_continual", params={"length": 8, "n_train": 8, "n_test": 4},
                                    options={"nope": 1}), "quick")
+
+
+# --- schedules: joint training and a replay buffer (the field's references) -------------------------
+def test_joint_schedule_fits_every_stage_at_once_and_scores_once():
+    from hebbnets.continual import concat_splits
+    from hebbnets.experiments import variant
+
+    cfg = dict(hidden=(8,), epochs=3, progress=False)
+    task, [entry] = _continual_job((variant("mlp-joint", "mlp", options={"schedule": "joint"}, **cfg),))
+    both = concat_splits(list(task.stages.values()))
+    assert len(both) == sum(len(s) for s in task.stages.values())
+    assert entry["options"] == {"schedule": "joint"}
+    model = hn.models.make("mlp", seed=1, **cfg).fit(both)
+    rows = {(r["split"], r["metric"]): r["value"] for r in entry["rows"]}
+    assert set(rows) == {(t, "mse") for t in task.tests}  # final scores only: nothing to forget
+    for split, test in task.tests.items():
+        assert rows[(split, "mse")] == pytest.approx(model.score(test), rel=1e-6)
+    records = fit_stages(hn.models.make("mlp", seed=1, **cfg), task, schedule="joint")
+    assert {r["stage"] for r in records} == {"joint"}
+
+
+def test_replay_schedule_adds_a_seeded_buffer_of_the_earlier_stage():
+    from hebbnets.continual import stage_schedule
+
+    task = hn.tasks.make("functions1d_continual", seed=0, length=16, n_train=48, n_test=16)
+    plan = stage_schedule(task, "replay", 0.25, seed=3)
+    (n1, s1), (n2, s2) = plan
+    first, second = task.stages.values()
+    assert (n1, n2) == ("stage1", "stage2") and s1 is first
+    assert len(s2) == len(second) + round(0.25 * len(first))
+    assert bool((s2.x[: len(second)] == second.x).all())
+    buffer = s2.x[len(second):]
+    assert all(bool((first.x == row).all(-1).any()) for row in buffer)  # every replayed sample is a stage-1 sample
+    again = stage_schedule(task, "replay", 0.25, seed=3)[1][1]
+    assert torch.equal(again.x, s2.x)  # the buffer is a function of the seed
+    assert not torch.equal(stage_schedule(task, "replay", 0.25, seed=4)[1][1].x, s2.x)
+
+
+@pytest.mark.parametrize("options,match", [
+    ({"schedule": "bogus"}, "schedule 'bogus' unknown"), ({"replay_fraction": 0.1}, "replay_fraction is an option"),
+    ({"schedule": "replay", "replay_fraction": 0.0}, "replay_fraction: expected a number in"),
+    ({"schedule": "joint", "entanglement": True}, "not with schedule 'joint'")])
+def test_bad_schedule_options_fail_at_plan_time(options, match):
+    from hebbnets.experiments import Bench, plan_bench, variant
+
+    bench = Bench("c", "functions1d_continual", (variant("mlp", epochs=1),), params={"length": 8, "n_train": 8, "n_test": 4},
+                  seeds=(0,), protocol="continual", options=options)
+    with pytest.raises(ValueError, match=match):
+        plan_bench(None, bench, "quick")
+    with pytest.raises(ValueError, match="^schedule:"):
+        fit_stages(hn.models.make("mlp", epochs=1), hn.tasks.make("functions1d_continual", length=8, n_train=8, n_test=4),
+                   schedule="bogus")

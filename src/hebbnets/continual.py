@@ -26,13 +26,66 @@ from .metrics import get_metric
 from .tasks import Task
 
 
-def fit_stages(model: Model, task: Task, log: Any = None) -> list[dict[str, Any]]:
+#: how the stages are learned: one after the other (the continual setting); all at once (the
+#: joint-training reference: no forgetting by construction, the upper bound of what a model of that
+#: capacity keeps); or one after the other with a replay buffer of earlier stages' training samples
+SCHEDULES = ("sequential", "joint", "replay")
+
+
+def concat_splits(splits: list[Split]) -> Split:
+    """The samples of ``splits`` in order, as one ``Split`` (per-sample shapes must agree; a
+    missing mask where another split has one becomes all ones)."""
+    if not splits:
+        raise ValueError("splits: expected at least one Split")
+    def cat(attr: str) -> torch.Tensor | None:
+        parts = [getattr(s, attr) for s in splits]
+        if all(p is None for p in parts):
+            return None
+        like = "x" if attr == "x_mask" else "y"
+        return torch.cat([p if p is not None else torch.ones_like(getattr(s, like)) for p, s in zip(parts, splits)])
+    shapes = {(tuple(s.x.shape[1:]), tuple(s.y.shape[1:])) for s in splits}
+    if len(shapes) != 1:
+        raise ValueError(f"splits: per-sample shapes differ across the splits: {sorted(shapes)}")
+    return Split(torch.cat([s.x for s in splits]), torch.cat([s.y for s in splits]), x_mask=cat("x_mask"),
+                 y_mask=cat("y_mask"), metric=splits[0].metric)
+
+
+def stage_schedule(task: Task, schedule: str = "sequential", replay_fraction: float = 0.1,
+                   seed: int = 0) -> list[tuple[str, Split]]:
+    """The ``(name, training split)`` pairs a model learns in order under ``schedule``
+    (``SCHEDULES``): the task's stages; ``[("joint", every stage's samples)]``; or the stages with
+    each later one extended by a replay buffer: ``replay_fraction`` of every earlier stage's
+    training samples, drawn without replacement under ``seed`` (at least one per stage)."""
+    if schedule not in SCHEDULES:
+        raise ValueError(f"schedule: unknown {schedule!r}; expected one of {list(SCHEDULES)}")
+    if isinstance(replay_fraction, bool) or not isinstance(replay_fraction, (int, float)) or not 0 < replay_fraction <= 1:
+        raise ValueError(f"replay_fraction: expected a number in (0, 1], got {replay_fraction!r}")
+    stages = list(task.stages.items())
+    if schedule == "joint":
+        return [("joint", concat_splits([s for _, s in stages]))]
+    if schedule == "sequential":
+        return stages
+    gen = torch.Generator().manual_seed(seed)
+    out = [stages[0]]
+    for k in range(1, len(stages)):
+        buffer = []
+        for _, earlier in stages[:k]:
+            n = max(1, round(replay_fraction * len(earlier)))
+            buffer.append(earlier.subset(torch.randperm(len(earlier), generator=gen)[:n].to(earlier.x.device)))
+        out.append((stages[k][0], concat_splits([stages[k][1], *buffer])))
+    return out
+
+
+def fit_stages(model: Model, task: Task, log: Any = None, *, schedule: str = "sequential",
+               replay_fraction: float = 0.1) -> list[dict[str, Any]]:
     """Learn ``task.stages`` in order and score every test split after each stage.
 
     Args:
         model: an unfitted (or to-be-refitted) model; the first stage is a fresh ``fit``.
         task: a task with ``stages`` (e.g. ``hn.tasks.make("functions1d_continual")``).
         log: optional callable taking a progress line.
+        schedule, replay_fraction: how the stages are learned (``stage_schedule``; the replay
+            buffer is drawn under the model's seed).
 
     Returns:
         One record per (stage, test split): ``model``, ``seed``, ``stage`` (its name),
@@ -45,7 +98,7 @@ def fit_stages(model: Model, task: Task, log: Any = None) -> list[dict[str, Any]
         raise ValueError("task: expected a Task with stages (a continual task)")
     metric = get_metric(task.metric)
     records: list[dict[str, Any]] = []
-    for k, (stage, split) in enumerate(task.stages.items()):
+    for k, (stage, split) in enumerate(stage_schedule(task, schedule, replay_fraction, model.seed)):
         t0 = time.perf_counter()
         if k == 0:
             model.fit(split)
@@ -96,15 +149,25 @@ def forgetting(records: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
 OVERLAP_SAMPLES = 512
 #: most used first-layer atoms per stage kept as images / curves
 ATOMS_PER_STAGE = 8
-CONTINUAL_OPTIONS = ("entanglement",)
+CONTINUAL_OPTIONS = ("entanglement", "schedule", "replay_fraction")
 
 
 def check_continual(model: Any, task: Task, options: dict[str, Any]) -> None:
-    """Plan-time check of protocol ``"continual"``: a continual task, known options, a model
-    that learns in stages (``partial_fit``)."""
+    """Plan-time check of protocol ``"continual"``: a continual task, known options (``schedule``
+    one of ``SCHEDULES``; ``replay_fraction`` only with ``"replay"``; ``entanglement`` not with
+    ``"joint"``, which has no stage to measure after), a model that learns in stages (``partial_fit``)."""
     unknown = sorted(set(options) - set(CONTINUAL_OPTIONS))
     if unknown:
         raise ValueError(f"options: unknown option(s) {unknown} for protocol 'continual'; known: {list(CONTINUAL_OPTIONS)}")
+    schedule = options.get("schedule", "sequential")
+    if schedule not in SCHEDULES:
+        raise ValueError(f"options: schedule {schedule!r} unknown; expected one of {list(SCHEDULES)}")
+    if "replay_fraction" in options:
+        if schedule != "replay":
+            raise ValueError("options: replay_fraction is an option of schedule 'replay' only")
+        stage_schedule(task, "sequential", options["replay_fraction"])  # its range check, one message
+    if schedule == "joint" and options.get("entanglement"):
+        raise ValueError("options: entanglement measures stages one after another; not with schedule 'joint'")
     if not task.stages or len(task.stages) < 2:
         raise ValueError(f"task: {task.name!r} has no stages; protocol 'continual' needs a continual task")
     if not isinstance(model, Model):
@@ -113,7 +176,10 @@ def check_continual(model: Any, task: Task, options: dict[str, Any]) -> None:
 
 def continual_job(ctx: Any) -> list[dict[str, Any]]:
     """Protocol ``"continual"`` (``ctx``: an experiments ``FitContext``): ``fit`` the first stage,
-    ``partial_fit`` every later one, and score every test split after each stage.
+    ``partial_fit`` every later one, and score every test split after each stage. Option
+    ``schedule`` (``stage_schedule``): ``"replay"`` extends each later stage by a buffer of earlier
+    stages' samples (``replay_fraction``, drawn under the job's seed); ``"joint"`` fits every stage
+    at once and returns only the final rows.
 
     Rows: the task metric after the last stage under its own name (the final error), after each
     earlier stage as ``after_<stage>:<metric>``, and per earlier stage ``s`` on ``id_<s>``:
@@ -122,9 +188,15 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
     ``after_<first stage>`` and ``final`` (``entanglement_summary``) and ``weight_change``.
     """
     task, model = ctx.task, ctx.model
-    names = list(task.stages)
+    schedule = ctx.options.get("schedule", "sequential")
+    plan = stage_schedule(task, schedule, ctx.options.get("replay_fraction", 0.1), ctx.seed)
+    if schedule == "joint":  # the reference: every stage at once, scored once (no stage to forget)
+        ctx.fit(plan[0][1])
+        ctx.stats["partial_fit_seconds"] = 0.0
+        return ctx.score_tests()
+    names = [name for name, _ in plan]
     metric = task.metric
-    ctx.fit(task.stages[names[0]])
+    ctx.fit(plan[0][1])
     measure = bool(ctx.options.get("entanglement"))
     ent: dict[str, Any] = {}
     if measure:
@@ -132,9 +204,9 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
     rows = ctx.score_tests(prefix=f"after_{names[0]}:")
     ctx.stats["partial_fit_seconds"] = 0.0
-    for k, name in enumerate(names[1:], start=1):
+    for k, (name, split) in enumerate(plan[1:], start=1):
         t0 = time.perf_counter()
-        model.partial_fit(task.stages[name])
+        model.partial_fit(split)  # the stage's samples (and, under "replay", the buffer)
         ctx.stats["partial_fit_seconds"] += time.perf_counter() - t0
         if k < len(names) - 1:
             rows += ctx.score_tests(prefix=f"after_{name}:")

@@ -30,7 +30,7 @@ TABLE = {
     "conv_ae": {"id": 3e-3, "ood_add": 9e-3, "ood_max": 9e-3},
 }
 VERDICTS = next(s for s in SPEC.sections if isinstance(s, Verdicts))
-PATTERN, ID_CLAIM, OOD_CLAIM = (c for c in VERDICTS.claims if c.statement.startswith(BENCH + ":"))
+PATTERN, ID_CLAIM, OOD_CLAIM, _ = (c for c in VERDICTS.claims if c.statement.startswith(BENCH + ":"))
 
 
 class CLAIM:
@@ -255,3 +255,49 @@ def test_a_bench_without_parity_fails_its_id_row():
     poor = {**TABLE, "vn_matrix": {"id": 6e-3, "ood_add": 4e-4, "ood_max": 4e-4}}  # 2x the best baseline in ID
     v = ID_CLAIM.verdict(_ctx(poor))
     assert v.holds is False and v.effect.startswith("2x") and OOD_CLAIM.verdict(_ctx(poor)).holds
+
+
+# -- same-structure controls: the four-way verdict (issue 29) -------------------------------------
+MECHANISM = next(c for c in VERDICTS.claims if c.statement.startswith(BENCH + ": the reading's OOD result needs"))
+SPREAD = (0.8, 1.0, 1.25)  # per-seed factors: an interval needs spread
+
+
+def _spread_ctx(table):
+    entries = [_fit(lab, seed, {s: v * SPREAD[seed] for s, v in splits.items()})
+               for lab, splits in table.items() for seed in (0, 1, 2)]
+    return ReportContext(SPEC, "quick", entries, out=".")
+
+
+def _scaled(row, factor):
+    return {s: v * factor for s, v in row.items()}
+
+
+HOLDING = {**TABLE, "vn_matrix-private": _scaled(TABLE["vn_matrix"], 10)}  # the pattern holds, shared factors carry it
+
+
+def test_every_control_worse_beyond_its_interval_needs_the_mechanism():
+    # mnist reconstruct plans one same-structure control (matrix_code_ff); a dense-code row it does not plan is ignored
+    ctx = _spread_ctx({**HOLDING, "matrix_code_ff": _scaled(TABLE["vn_matrix"], 30),
+                       "vn_matrix-dense": _scaled(TABLE["vn_matrix"], 1.0)})
+    v = MECHANISM.verdict(ctx)
+    assert v.word == "holds, and the mechanism is needed", v.evidence
+    assert (v.against, v.effect) == ("`matrix_code_ff` (same structure)", "30x (ood_add)"), v.evidence
+    assert "`matrix_code_ff` / `vn_matrix`: ood_add 30x [18, 50], p 4.8e-05" in v.evidence
+    assert "matrix_code_ff" not in vb._baselines(ctx, BENCH)  # a control is never the best baseline
+
+
+def test_a_control_as_good_as_the_reading_credits_the_structure():
+    ctx = _spread_ctx({**HOLDING, "matrix_code_ff": _scaled(TABLE["vn_matrix"], 1.1)})  # within noise on every split
+    assert MECHANISM.verdict(ctx).word == "holds only through the structure"
+
+
+def test_a_control_worse_on_one_split_only_is_not_resolvable():
+    mixed = {"id": 3e-4, "ood_add": 4e-3, "ood_max": 4.4e-4}  # 10x on ood_add, within noise on ood_max
+    assert MECHANISM.verdict(_spread_ctx({**HOLDING, "matrix_code_ff": mixed})).word == "not resolvable at this size"
+
+
+def test_a_missing_control_or_no_pattern_is_never_credited():
+    v = MECHANISM.verdict(_spread_ctx(HOLDING))
+    assert v.word == "undecided" and "control `matrix_code_ff` not run" in v.evidence
+    no_pattern = {**HOLDING, "vn_matrix": TABLE["mlp"], "matrix_code_ff": TABLE["mlp"]}
+    assert MECHANISM.verdict(_spread_ctx(no_pattern)).word == "does not hold"

@@ -78,7 +78,8 @@ def test_coverage_names_missing_benches_rows_and_seeds():
     entries = [e for e in _entries(seeds=(0, 1, 2)) if not (e["slots"][0]["label"] == "mlp" and e["seed"] == 2)]
     entries = [e for e in entries if e["slots"][0]["label"] != "mlp+ewc10000"]
     text = "\n".join(nc.coverage(_ctx(entries)))
-    assert f"`{BENCH}`: not run: `mlp+ewc10000`, `mlp` seed 2." in text
+    assert (f"`{BENCH}`: not run: `mlp+ewc1`, `mlp+ewc10000`, `mlp+ewc1000000`, `mlp-replay`, `mlp-joint`, `mlp` seed 2."
+            in text)
     assert "`mnist_continual`: not run (no records)." in text
     assert f"`{BENCH}/vn`" not in text  # every seed present
 
@@ -150,3 +151,39 @@ def test_the_fields_continual_metrics_from_the_error_matrix():
     assert abs(m["bwt"] - 0.2) < 1e-12 and m["forgetting"] == m["bwt"]  # positive: forgetting (errors)
     better = nc.continual_metrics({**R, "R21": 0.05})
     assert better["bwt"] < 0  # stage 2 helped stage 1: backward transfer
+
+
+def _joint(label, seed, stage1, stage2, both):
+    e = _fit(BENCH, label, seed, {("id_stage1", METRIC): stage1, ("id_stage2", METRIC): stage2, ("id", METRIC): both})
+    e["options"] = {"schedule": "joint"}
+    return e
+
+
+def test_joint_training_is_a_reference_never_the_best_continual_row():
+    # the jointly trained MLP has the lowest error on both stages; it is shown, never the backprop row a claim beats
+    entries = _entries() + [_joint("mlp-joint", s, 0.05, 0.05, 0.01) for s in (0, 1)]
+    ctx = _ctx(entries)
+    held, evidence = _final(ctx)
+    assert held is True and "best backprop row mlp+ewc100" in evidence and "mlp-joint" not in evidence
+    assert "mlp-joint" not in _forgetting(ctx)[1]
+    assert nc.continual_rows(ctx, BENCH) == [lab for lab in ctx.labels(BENCH) if lab != "mlp-joint"]
+    [joint] = [nc.error_matrix(ctx, BENCH, "mlp-joint")[0]]
+    assert joint["R21"] == 0.05 and joint["R22"] == 0.05 and all(v != v for v in (joint["R11"], joint["R12"]))  # NaN
+
+
+def test_the_metrics_table_gives_intransigence_against_joint_training():
+    rows = {("id_stage1", f"after_stage1:{METRIC}"): 0.1, ("id_stage2", f"after_stage1:{METRIC}"): 0.9,
+            ("id_stage1", METRIC): 0.3, ("id_stage2", METRIC): 0.2}
+    entries = [_fit(BENCH, "mlp", s, rows) for s in (0, 1)] + [_joint("mlp-joint", s, 0.05, 0.05, 0.05) for s in (0, 1)]
+    table = "\n".join(nc.metrics_table(BENCH)(_ctx(entries)))
+    assert "| mlp | 2 | 0.1 ± 0 | 0.9 ± 0 | 0.3 ± 0 | 0.2 ± 0 | 0.25 ± 0 | 0.2 ± 0 | 0.15 ± 0 |" in table
+    assert "| mlp-joint | 2 | — | — | 0.05 ± 0 | 0.05 ± 0 | 0.05 ± 0 | — | — |" in table
+
+
+def test_the_spec_plans_an_ewc_sweep_replay_and_joint_training():
+    for bench in vc.CONTINUAL:
+        labels = [v.label for v in bench.variants]
+        assert [lab for lab in labels if lab.startswith("mlp+ewc")] == [f"mlp+ewc{int(x)}" for x in sorted(vc.EWC)]
+        assert len(vc.EWC) >= 4
+        assert bench.variant("mlp-joint").options["schedule"] == "joint"
+        assert bench.variant("mlp-replay").options == {"schedule": "replay", "replay_fraction": vc.REPLAY_FRACTION}

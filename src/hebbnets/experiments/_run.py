@@ -122,7 +122,6 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
         labels = {v.label for v in variants}
         variants = [v for v in variants if v.label in wanted or (v.model in wanted and v.model not in labels)]
     protocol = get_protocol(bench.protocol)
-    options = dict(bench.options)
     jobs: list[Job] = []
     for i, seed in enumerate(run_seeds):
         data_seed = bench.data_seed if bench.data_seed is not None else seed
@@ -137,6 +136,7 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
             if v.model not in _models.names():
                 raise ValueError(f"models: unknown model {v.model!r} in bench {bench.name!r}; "
                                  f"expected names from {_models.names()}")
+            options = {**bench.options, **v.options}  # the row's protocol options over the bench's
             base = (chosen if chosen is not None else inst.model_configs).get(bench.tuned_config_key(v), {})
             cfg = resolve_config(v.model, dict(base), dict(v.config), {k: dict(x) for k, x in res.config.items()})
             try:

@@ -44,21 +44,26 @@ def _check_name(value: Any, what: str, pattern: re.Pattern = _NAME) -> str:
 @dataclass(frozen=True)
 class Variant:
     """One model row of a bench: ``label`` (its name in tables and records), the registered
-    ``model``, and ``config`` overrides over the task's chosen configuration."""
+    ``model``, ``config`` overrides over the task's chosen configuration, and ``options``: protocol
+    options of this row over the bench's (e.g. a continual row trained jointly on every stage)."""
 
     label: str
     model: str
     config: Mapping[str, Any] = field(default_factory=dict)
+    options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         _check_name(self.label, "label", _LABEL)
         _check_name(self.model, "model")
         object.__setattr__(self, "config", _frozen(self.config))
+        object.__setattr__(self, "options", _frozen(self.options))
 
 
-def variant(label: str, model: str | None = None, **config: Any) -> Variant:
-    """``variant("pool-e5", "rsgn", epochs=5, pool_sigma=1.0)``; ``model`` defaults to ``label``."""
-    return Variant(label, model or label, config)
+def variant(label: str, model: str | None = None, *, options: Mapping[str, Any] | None = None, **config: Any) -> Variant:
+    """``variant("pool-e5", "rsgn", epochs=5, pool_sigma=1.0)``; ``model`` defaults to ``label``;
+    ``options``: the row's protocol options over the bench's (``variant("mlp-joint", "mlp",
+    options={"schedule": "joint"})``)."""
+    return Variant(label, model or label, config, dict(options or {}))
 
 
 @dataclass(frozen=True)

@@ -723,7 +723,9 @@ def stability_plasticity(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
             if not Rs:
                 continue
             xs, ys = [R["R22"] for R in Rs], [R["R21"] for R in Rs]
-            point = ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], s=30, label=lab, zorder=3)
+            joint = math.isnan(Rs[0]["R11"])  # trained on both stages at once: the reference point, a star
+            point = ax.scatter([float(np.mean(xs))], [float(np.mean(ys))], s=90 if joint else 30, marker="*" if joint else "o",
+                               label=lab + (" (joint reference)" if joint else ""), zorder=3)
             ax.scatter(xs, ys, s=6, color=point.get_facecolor(), alpha=0.5, zorder=2)
             families.setdefault(lab.split("+")[0], []).append((float(np.mean(xs)), float(np.mean(ys))))
         for pts in families.values():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from .queries import located, ratio_effect, seeds_text
+from .queries import errors, located, log_ratio_interval, ratio_effect, seeds_text
 from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, fmt, ood_id_ratio, unrun_line
 
 #: the benches that carry the paper's claim, in report order
@@ -66,7 +66,17 @@ ID_PARITY, OOD_FACTOR = 1.25, 0.2
 CONTROL_MARGIN = 2.0
 #: a control decides a verdict only on at least this many seeds (and as many as the reading has)
 MIN_SEEDS = 3
-NOT_BASELINES = set(READINGS) | set(CONTROLS) | set(CONTROL_REFERENCES) | set(HAND_FACTORISED) | set(REFERENCES)
+#: same-structure controls (issue 29; ``hebbnets.controls``): each keeps a reading's structure (its
+#: factor counts and output ``U G V^T``) and replaces one part of VN's mechanism. Never a baseline
+SAME_STRUCTURE = {
+    "vn_matrix": {"vn_matrix-dense": "VN with dense codes (lam 1e-4)",
+                  "matrix_code_ff": "the code from a feed-forward encoder, trained by backprop",
+                  "vn_matrix_implicit": "FISTA kept, the factors by gradients through the LASSO solution"},
+    "vn_pairs": {"vn_pairs-dense": "VN with dense codes (lam 1e-4)",
+                 "matrix_code_ff": "the code from a feed-forward encoder, trained by backprop"},
+}
+NOT_BASELINES = (set(READINGS) | set(CONTROLS) | set(CONTROL_REFERENCES) | set(HAND_FACTORISED) | set(REFERENCES)
+                 | {c for cs in SAME_STRUCTURE.values() for c in cs})
 
 
 def _metric(ctx: ReportContext, bench: str) -> str | None:
@@ -276,25 +286,31 @@ _CUT_MARK = "**no** (cut against VN)"
 def budget_table(ctx: ReportContext) -> list[str]:
     """Per bench: each VN variant's and each baseline's validation points and stopping rule, read
     from the configs files (what was run, not what the spec plans), and whether they are equal."""
-    lines = ["| bench | VN variants (points, stopping rule) | baselines (points, stopping rule) | equal budgets |",
-             "|---|---|---|---|"]
+    lines = ["| bench | VN variants (points, stopping rule) | baselines (points, stopping rule) | same-structure controls "
+             "| equal budgets |", "|---|---|---|---|---|"]
+    controls = {c for cs in SAME_STRUCTURE.values() for c in cs}
     for b in _result_benches(ctx):
         tuned = [*b.tuning, *b.kept]
         if not tuned:
             lines.append(f"| {b.name} | the `{ctx.configs(b.configs, follow=False).get('same_as', '?')}` choices | "
-                         "the same | (no search of its own) |")
+                         "the same | — | (no search of its own) |")
             continue
         vn = {m: _points_and_stopping(ctx, b, m) for m in tuned if m in READINGS}
-        base = {m: _points_and_stopping(ctx, b, m) for m in tuned if m not in READINGS}
-        equal = (len({n for n, _ in (*vn.values(), *base.values())}) == 1  # a solver's stopping rule is its own
-                 and len({r for _, r in (*vn.values(), *base.values()) if r != SOLVER_STOP}) == 1)
+        base = {m: _points_and_stopping(ctx, b, m) for m in tuned if m not in READINGS and m not in controls}
+        ctl = {m: _points_and_stopping(ctx, b, m) for m in tuned if m in controls}
+        searched = [*vn.values(), *base.values(), *(nr for nr in ctl.values() if nr[0])]  # an unsearched control: not run
+        equal = (len({n for n, _ in searched}) == 1  # a solver's stopping rule is its own
+                 and len({r for _, r in searched if r != SOLVER_STOP}) == 1)
         def show(budgets: dict[str, tuple[int, str]]) -> str:
             groups: dict[tuple[int, str], list[str]] = {}
             for m, nr in budgets.items():
                 groups.setdefault(nr, []).append(f"`{m}`")
             return "; ".join(f"{', '.join(ms)}: {n} points, {r}" for (n, r), ms in groups.items())
 
-        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {'yes' if equal else _CUT_MARK} |")
+        shown = show({m: nr for m, nr in ctl.items() if nr[0]}) or "—"
+        unsearched = [f"`{m}`" for m, (n, _) in ctl.items() if not n]
+        shown += (f" ({', '.join(unsearched)} not searched yet)" if unsearched else "")
+        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {shown} | {'yes' if equal else _CUT_MARK} |")
     return lines
 
 
@@ -885,15 +901,80 @@ def ood_claim(bench: str) -> Callable[[ReportContext], Verdict]:
     return _split_claim(bench, ood=True)
 
 
-def bench_claims(bench: str) -> tuple[Claim, Claim, Claim]:
-    """The three verdict rows of a bench: the paper's pattern under some reading, then its ID and its
-    OOD half for the bench's reading."""
+def _control_tests(ctx: ReportContext, bench: str, reading: str, ctl: str) -> list[tuple[str, float, float, float, float]]:
+    """Per OOD split: ``(split, control / reading mean error, 95 % interval lo, hi, Welch p)`` (log errors)."""
+    m = _metric(ctx, bench)
+    out = []
+    for s in _ood_splits(ctx, bench, m):
+        a, b = ctx.cell(bench, ctl, s, m), ctx.cell(bench, reading, s, m)
+        if a is None or b is None:
+            continue
+        lo, hi, p = log_ratio_interval(errors(a), errors(b))
+        out.append((s, a.mean / b.mean, lo, hi, p))
+    return out
+
+
+def _tests_text(tests: list[tuple[str, float, float, float, float]]) -> str:
+    return ", ".join(f"{s} {fmt(r)}x" + ("" if math.isnan(lo) else f" [{fmt(lo, 2)}, {fmt(hi, 2)}], p {fmt(p, 2)}")
+                     for s, r, lo, hi, p in tests)
+
+
+def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
+    """Whether the bench's VN reading needs VN's mechanism (issue 29): each same-structure control's
+    OOD error / the reading's, with its 95 % interval and Welch test on log errors. Holds with the
+    mechanism needed: every control worse beyond its interval on every OOD split; holds only through
+    the structure: some control is not worse beyond its interval on any OOD split; not resolvable at
+    this size: neither (mixed, or intervals too wide); does not hold: the reading shows no pattern;
+    undecided: a control has fewer seeds than the reading (at least ``MIN_SEEDS``) or none exists."""
+    def check(ctx: ReportContext) -> Verdict:
+        reading = chosen_reading(ctx, bench)
+        if reading is None:
+            return Verdict(None, "no records yet.")
+        ok, short, _ = _reading_verdict(ctx, bench, reading)
+        n_read, seeds = _seeds(ctx, bench, reading)
+        in_spec = {v.label for v in ctx.spec.bench(bench).variants}
+        planned = {c: d for c, d in SAME_STRUCTURE.get(reading, {}).items() if c in in_spec}
+        ran = {c: _control_tests(ctx, bench, reading, c) for c in planned
+               if _seeds(ctx, bench, c)[0] >= max(MIN_SEEDS, n_read)}
+        lines = [f"`{c}` / `{reading}`: {_tests_text(t)}" for c, t in ran.items()]
+        notes = tuple(f"{bench}, same-structure control `{c}`: {planned[c]}." for c in ran)
+        # the decisive control: the one closest to the reading (smallest lower bound on any split)
+        close = min(((t[2] if not math.isnan(t[2]) else t[1], c, t) for c, ts in ran.items() for t in ts),
+                    default=None, key=lambda x: x[0])
+        effect = f"{fmt(close[2][1])}x ({close[2][0]})" if close else "—"
+        against = f"`{close[1]}` (same structure)" if close else "—"
+        base = dict(effect=effect, against=against, seeds=",".join(map(str, seeds)), notes=notes, reading=reading)
+        if ok is False:
+            return Verdict("does not hold", f"{short}: not the paper's pattern" + (f"; {lines[0]}" if lines else "") + ".",
+                           **base)
+        if ok is None:
+            return Verdict("undecided", f"{short}: the pattern itself is undecided.", **base)
+        if not planned:
+            return Verdict("undecided", f"{short}; no same-structure control exists for `{reading}` on this bench.",
+                           **base)
+        if len(ran) < len(planned):
+            missing = ", ".join(f"`{c}`" for c in planned if c not in ran)
+            return Verdict("undecided", f"{short}; control {missing} not run on the reading's {n_read} seeds.", **base)
+        worse = {c: bool(t) and all(lo > 1 for _, _, lo, _, _ in t) for c, t in ran.items()}
+        match = [c for c, t in ran.items() if all(not lo > 1 for _, _, lo, _, _ in t)]
+        word = ("holds, and the mechanism is needed" if all(worse.values()) else
+                "holds only through the structure" if match else "not resolvable at this size")
+        return Verdict(word, "; ".join(lines) + ".", **base)
+    return check
+
+
+def bench_claims(bench: str) -> tuple[Claim, Claim, Claim, Claim]:
+    """The four verdict rows of a bench: the paper's pattern under some reading, its ID and its OOD
+    half for the bench's reading, and whether that reading's result needs VN's mechanism."""
     return (Claim(f"{bench}: the paper's pattern (both below) under some VN reading", pattern_claim(bench),
                   key=f"{bench}: VN's ID parity and ~10x lower OOD error", group="VN paper pattern"),
             Claim(f"{bench}: ID parity (at most {ID_PARITY}x the best baseline's error)",
                   id_claim(bench), key=f"{bench}: VN's ID parity", group="VN ID parity"),
             Claim(f"{bench}: OOD error ~10x lower (at most {OOD_FACTOR}x on every OOD split)",
-                  ood_claim(bench), key=f"{bench}: VN's OOD error ~10x lower", group="VN OOD"))
+                  ood_claim(bench), key=f"{bench}: VN's OOD error ~10x lower", group="VN OOD"),
+            Claim(f"{bench}: the reading's OOD result needs VN's mechanism (every same-structure control worse beyond "
+                  "its interval)", mechanism_claim(bench), key=f"{bench}: VN's mechanism, not only its structure",
+                  group="VN mechanism"))
 
 
 # -- fixed text of the pages (no numbers: those come from the records) ------------------------------
@@ -911,6 +992,7 @@ READINGS_TEXT = """## Readings
 - `vn_matrix-private`: the control for `vn_matrix`: as many atoms (`Ku x Ks` fixed pairs `u_k s_k^T`, each with its own two vectors), the same active count (top-k), no shared factors.
 - `vn_matrix-earlier` (mnist reconstruct): `vn_matrix` pinned at the configuration its control ran at; the control's ratio is taken against it.
 - `vn_pairs` (spatial2d decode): pair atoms: input-side code `[p_a; q_b]` from shared per-factor codes, output `u_a v_b^T`; the sparse code over all pairs is inferred from the two one-hot halves.
+- Same-structure controls (`hebbnets.controls`): the reading's factor counts and output `U G V^T` with one part of VN's mechanism replaced: `matrix_code_ff` (the code from a feed-forward encoder, trained by backprop with an optional l1 penalty; spatial2d decode against `vn_pairs`, the reconstruct benches against `vn_matrix`), `vn_matrix_implicit` (FISTA kept, the factors learned by gradients through the LASSO solution instead of Atomic-Hebb; spatial2d reconstruct), `vn_matrix-dense` / `vn_pairs-dense` (the reading at its chosen configuration with `lam` 1e-4: dense codes).
 - The applied-weight reading (`vn_applied`) composes transformations; it is measured on nbody and mnist transform (`vn_dynamics`)."""
 
 SPLIT_CHECK_TEXT = """## Is functions1d `ood_pairs` compositional?

@@ -93,13 +93,26 @@ def _forgetting(ctx: ReportContext, bench: str, label: str) -> Cell | None:
     return ctx.cell(bench, label, "id_stage1", "forgetting_ratio")
 
 
+def schedule_of(ctx: ReportContext, bench: str, label: str) -> str:
+    """How a row learned its stages (the continual protocol's ``schedule`` option, from its records)."""
+    fits = ctx.fits(bench, label)
+    return fits[0].get("options", {}).get("schedule", "sequential") if fits else "sequential"
+
+
+def continual_rows(ctx: ReportContext, bench: str) -> list[str]:
+    """The rows that learned stage by stage (joint training is a reference, not a continual learner)."""
+    return [lab for lab in ctx.labels(bench) if schedule_of(ctx, bench, lab) != "joint"]
+
+
 # -- 1. continual learning -----------------------------------------------------------------------
 def tuning_note(ctx: ReportContext) -> str:
     points = sorted({s.n_points for b in continual_benches(ctx) for s in b.tuning.values()})
     return ("Every model was tuned on validation data carved from the **first stage only** ("
             + "/".join(map(str, points)) + f" points per model; every point: {_page(ctx, 'configs')}); `mlp+ewcN` is "
             "the tuned MLP with elastic weight consolidation of strength N, fixed: nothing in the first stage can "
-            "choose it, so each strength is a row of its own.")
+            "choose it, so each strength is a row of its own (a sweep over decades); `mlp-replay` learns stage 2 with a "
+            "replay buffer of 10 % of stage 1's training samples; `mlp-joint` trains on both stages at once, the "
+            "reference without forgetting (never a continual row of a claim).")
 
 
 FINAL_NOTE = ("Forgetting alone rewards a model that never learns the second stage (a strong EWC penalty): the error on "
@@ -165,7 +178,7 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float) -> Cal
     than the backprop row that forgets least."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = ctx.labels(bench)
+        labels = continual_rows(ctx, bench)
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         ratio = {lab: mean(vals(ctx, bench, lab, "id_stage1", "forgetting_ratio")) for lab in labels}
@@ -189,7 +202,7 @@ def final_claim(bench: str, vn_labels: tuple[str, ...]) -> Callable[[ReportConte
     """After both stages, the best VN row's error on both stages together is below the best backprop row's."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = ctx.labels(bench)
+        labels = continual_rows(ctx, bench)
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         final = {lab: vals(ctx, bench, lab, "id", m) for lab in labels}
@@ -532,8 +545,12 @@ def error_matrix(ctx: ReportContext, bench: str, label: str) -> list[dict[str, f
     for e in ctx.fits(bench, label):
         row = {(r["split"], r["metric"]): r["value"] for r in e["rows"]}
         try:
+            final = {"R21": row[("id_stage1", m)], "R22": row[("id_stage2", m)]}
+            if e.get("options", {}).get("schedule") == "joint":  # one state only: no row "after stage 1"
+                out.append({"R11": math.nan, "R12": math.nan, **final})
+                continue
             out.append({"R11": row[("id_stage1", f"after_stage1:{m}")], "R12": row[("id_stage2", f"after_stage1:{m}")],
-                        "R21": row[("id_stage1", m)], "R22": row[("id_stage2", m)]})
+                        **final})
         except KeyError:
             continue
     return out
@@ -556,9 +573,10 @@ def metrics_text(ctx: ReportContext) -> list[str]:
             "*average* error on both stages after stage 2; *BWT* = R[2,1] - R[1,1] (backward transfer, the sign "
             "flipped for errors: > 0 means learning stage 2 raised stage 1's error); *forgetting* as in Chaudhry et "
             "al. 2018 (R[2,1] minus the best earlier error on stage 1; with two stages it equals BWT); *zero-shot* = "
-            "R[1,2], stage 2's error before it is learned. Forward transfer needs an untrained model's error on stage 2 "
-            "and intransigence a jointly trained reference; neither is recorded, and neither is a replay buffer or "
-            "an EWC strength sweep (only the two fixed strengths below): not run.", ""]
+            "R[1,2], stage 2's error before it is learned; *intransigence* (Chaudhry et al. 2018, for errors) = R[2,2] "
+            "minus the jointly trained MLP's (`mlp-joint`) error on stage 2, the price of learning it second. The "
+            "jointly trained row has no state after stage 1 (—). Forward transfer needs an untrained model's error on "
+            "stage 2, which is not recorded.", ""]
 
 
 def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
@@ -569,14 +587,20 @@ def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
         if m is None:
             return lines + ["No records yet.", ""]
         lines += [f"`{m}`, mean ± sample std over seeds.", "",
-                  "| model | seeds | R[1,1] | R[1,2] (zero-shot) | R[2,1] | R[2,2] | average after 2 | BWT = forgetting |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "| model | seeds | R[1,1] | R[1,2] (zero-shot) | R[2,1] | R[2,2] | average after 2 | BWT = forgetting "
+                  "| intransigence |", "|---|---|---|---|---|---|---|---|---|"]
+        joint = [R["R22"] for lab in ctx.labels(bench) if schedule_of(ctx, bench, lab) == "joint"
+                 for R in error_matrix(ctx, bench, lab)]
         for lab in ctx.labels(bench):
             Rs = error_matrix(ctx, bench, lab)
             if not Rs:
                 continue
             mets = [continual_metrics(R) for R in Rs]
-            lines.append(f"| {lab} | {len(Rs)} | " + " | ".join(ms([R[k] for R in Rs]) for k in ("R11", "R12", "R21", "R22"))
-                         + f" | {ms([x['average'] for x in mets])} | {ms([x['bwt'] for x in mets])} |")
+            finite = lambda xs: [x for x in xs if not math.isnan(x)]  # noqa: E731
+            intrans = [R["R22"] - mean(joint) for R in Rs] if joint and not math.isnan(Rs[0]["R11"]) else []
+            lines.append(f"| {lab} | {len(Rs)} | " + " | ".join(ms(finite([R[k] for R in Rs])) for k in
+                                                               ("R11", "R12", "R21", "R22"))
+                         + f" | {ms([x['average'] for x in mets])} | {ms(finite([x['bwt'] for x in mets]))} | "
+                         + f"{ms(intrans)} |")
         return lines + [""]
     return render

@@ -32,12 +32,18 @@ from . import vn_dynamics as VD
 SEEDS = (0, 1, 2)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
                  "vn_applied_set": {"max_iter": 20}}
-# EWC strengths (lambda, on the scale of the MSE training loss): none can be chosen on the first stage
-EWC = (100.0, 10000.0)
+# EWC strengths (lambda, on the scale of the MSE training loss), a sweep over decades: none can be
+# chosen on the first stage (100 and 10,000 were the first round's; 1 and 1e6 close the curve)
+EWC = (1.0, 100.0, 10000.0, 1000000.0)
+# the field's references beside EWC (issue 29): a replay buffer of 10 % of stage 1's training samples,
+# and joint training on both stages at once (no forgetting by construction; never a continual row)
+REPLAY_FRACTION = 0.1
 
 
 def _ewc_rows(model: str = "mlp") -> tuple[Any, ...]:
-    return tuple(variant(f"{model}+ewc{int(lam)}", model, ewc_lambda=lam) for lam in EWC)
+    return (*(variant(f"{model}+ewc{int(lam)}", model, ewc_lambda=lam) for lam in EWC),
+            variant(f"{model}-replay", model, options={"schedule": "replay", "replay_fraction": REPLAY_FRACTION}),
+            variant(f"{model}-joint", model, options={"schedule": "joint", "entanglement": False}))
 
 
 # -- 1. continual learning -----------------------------------------------------------------------
