@@ -978,7 +978,8 @@ def bench_claims(bench: str) -> tuple[Claim, Claim, Claim, Claim]:
 
 
 # -- fixed text of the pages (no numbers: those come from the records) ------------------------------
-INTRO = ("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (data and models re-seeded), at "
+INTRO = ("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (spatial2d decode: 0-4; data and "
+         "models re-seeded), at "
          "the configuration chosen on validation data carved from the seed-0 training split (the `configs_*` pages; "
          "this round re-tuned only the VN variants). Every model trains until its validation error stops improving or "
          "its epoch cap is reached; budgets and what was cut: the `readings` page. nbody and mnist_comp transform are "
