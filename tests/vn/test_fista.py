@@ -353,3 +353,33 @@ def test_stopping_tests_every_few_iterations_reach_the_same_objective(every):
     assert capped.iterations == 10  # the budget still ends the loop
     with pytest.raises(ValueError, match="^check_every:"):
         fista(lambda v: v @ G, b, 0.05, lip, check_every=0)
+
+
+def test_masked_lasso_working_set_form_solves_the_shared_gram_problem():
+    """``form="working_set"`` on an unmasked two-term LASSO: optimal for the full problem (its KKT
+    residual from the summed Gram matrix), objective equal to the gram form's; ``"auto"`` picks it
+    only from a sparse warm start of a problem with enough atoms, and refuses it with masks or top-k."""
+    gen = torch.Generator().manual_seed(3)
+    n, K, B = 40, 96, 12
+    S = torch.randn(n, K, generator=gen, dtype=torch.float64) / n**0.5
+    U = torch.randn(10, K, generator=gen, dtype=torch.float64) / 10**0.5
+    g_true = torch.zeros(B, K, dtype=torch.float64)
+    g_true[torch.arange(B)[:, None], torch.randint(K, (B, 3), generator=gen)] = 1.0
+    x, h = g_true @ S.T, g_true @ U.T
+    terms, lam = [LassoTerm(1.0, S, x), LassoTerm(0.5, U, h)], 0.02
+    G, b = S.T @ S + 0.5 * U.T @ U, x @ S + 0.5 * h @ U
+    ws = masked_lasso(terms, lam, max_iter=20000, tol=1e-10, form="working_set")
+    gram = masked_lasso(terms, lam, max_iter=20000, tol=1e-10, form="gram")
+    assert ws.form == "working_set"
+    assert float(lasso_optimality_residual(G, b, ws.codes, lam).max()) < 1e-6
+    torch.testing.assert_close(ws.objective, gram.objective, rtol=1e-8, atol=1e-12)
+    assert masked_lasso(terms, lam, g0=gram.codes, max_iter=500).form == "working_set"  # sparse warm start
+    assert masked_lasso(terms, lam, g0=torch.ones(B, K, dtype=torch.float64), max_iter=50).form != "working_set"
+    assert masked_lasso(terms, lam, max_iter=50).form != "working_set"  # nothing known without a warm start
+    masked = [LassoTerm(1.0, S, x, torch.ones(B, n, dtype=torch.float64))]
+    with pytest.raises(ValueError, match="^form: 'working_set' needs"):
+        masked_lasso(masked, lam, form="working_set")
+    with pytest.raises(ValueError, match="^form: 'working_set' needs"):
+        masked_lasso(terms, lam, topk=2, form="working_set")
+    with pytest.raises(ValueError, match="^g0:"):
+        masked_lasso(terms, lam, g0=torch.zeros(B, K + 1, dtype=torch.float64))

@@ -443,7 +443,12 @@ def fista_working_set(
 
 
 # --- product forms of a masked LASSO -------------------------------------------------------------
-PRODUCT_FORMS = ("auto", "gram", "per_sample", "factor")
+PRODUCT_FORMS = ("auto", "gram", "per_sample", "factor", "working_set")
+# "auto" picks the working-set solver only where the warm start says the codes are sparse: one shared
+# Gram matrix (no per-sample mask), no top-k, at least WORKING_SET_MIN_ATOMS atoms, and every warm
+# start row with at most K / WORKING_SET_SPARSITY non-zeros (without a warm start nothing is known)
+WORKING_SET_MIN_ATOMS = 64
+WORKING_SET_SPARSITY = 8
 # The cost model counts multiply-adds per solve. A batched matrix-vector product with per-sample
 # matrices streams them from memory at every use: it counts MATVEC_PENALTY times a GEMM's
 # multiply-adds (measured 8-30x slower per multiply-add on this project's CPUs). Every FISTA
@@ -550,20 +555,30 @@ def product_form_costs(terms: list[LassoTerm], max_iter: int, n_patterns: int = 
 
 
 def choose_product_form(terms: list[LassoTerm], max_iter: int, form: str = "auto",
-                        n_patterns: int | None = None) -> str:
+                        n_patterns: int | None = None, g0: torch.Tensor | None = None, topk: int = 0) -> str:
     """The product form ``masked_lasso`` uses: ``form`` itself when given (an error when it
-    does not apply), else the cheapest by ``product_form_costs``."""
+    does not apply), else ``"working_set"`` where the warm start ``g0`` shows sparse codes of
+    a shared-Gram problem (the constants above), else the cheapest by ``product_form_costs``."""
     if form not in PRODUCT_FORMS:
         raise ValueError(f"form: expected one of {list(PRODUCT_FORMS)}, got {form!r}")
     if n_patterns is None:
         groups = _mask_patterns(terms)
         n_patterns = 1 if groups is None else len(groups[0])
+    shared = n_patterns == 1 and not any(t.per_sample for t in terms)
+    if form == "working_set":
+        if not shared or topk:
+            raise ValueError("form: 'working_set' needs one shared Gram matrix (no per-sample masks) and topk=0")
+        return form
     costs = product_form_costs(terms, max_iter, n_patterns)
     if form != "auto":
         if form == "per_sample" and form not in costs:
             raise ValueError("form: 'per_sample' needs per-sample masks and at most "
                              f"{PER_SAMPLE_MAX_ENTRIES} Gram entries")
         return form
+    K = terms[0].design.shape[1]
+    if (shared and not topk and g0 is not None and K >= WORKING_SET_MIN_ATOMS
+            and int((g0 != 0).sum(1).max()) * WORKING_SET_SPARSITY <= K):
+        return "working_set"
     return min(costs, key=costs.__getitem__)  # ties go to "gram" (first)
 
 
@@ -626,6 +641,8 @@ def masked_lasso(
     * ``"gram"``: samples that share a mask pattern share one Gram matrix ``sum c A^T diag(m) A``
       and are solved together by ``fista_gram`` (one group without per-sample masks);
     * ``"per_sample"``: one ``(K, K)`` Gram matrix per sample (``fista_gram`` with ``(B, K, K)``);
+    * ``"working_set"`` (one shared Gram matrix, no top-k): ``fista_working_set``, chosen by
+      ``"auto"`` when a sparse warm start ``g0`` shows the codes use few atoms;
     * ``"factor"``: ``fista`` with the operator ``sum c A^T (m ⊙ (A v))``; its Lipschitz constant
       per sample is ``min(bound, 1.02 x estimate)``: the guaranteed bound
       ``sum c max(m) lambda_max(A^T A)`` (masks only shrink the spectrum; measured 6-15 % above
@@ -634,7 +651,7 @@ def masked_lasso(
       the operator (each about one FISTA iteration). Like ``fista_gram``'s power iteration the
       estimate approaches from below; the monotone step keeps the objective non-increasing.
 
-    All three solve the same problem (tested by objective and KKT residual). Masks are 0/1.
+    All four solve the same problem (tested by objective and KKT residual). Masks are 0/1.
 
     Args:
         terms: the ``LassoTerm``s, all with ``B`` samples and ``K`` atoms.
@@ -647,12 +664,19 @@ def masked_lasso(
     """
     B, K = _check_terms(terms)
     groups = _mask_patterns(terms)
-    chosen = choose_product_form(terms, max_iter, form, 1 if groups is None else len(groups[0]))
+    if g0 is not None and tuple(g0.shape) != (B, K):
+        raise ValueError(f"g0: expected shape {(B, K)}, got {tuple(g0.shape)}")
+    chosen = choose_product_form(terms, max_iter, form, 1 if groups is None else len(groups[0]), g0=g0, topk=topk)
     b = None
     for t in terms:  # the order of the sums is that of the terms (deterministic)
         b = t.linear() if b is None else b + t.linear()
     common = dict(max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk)
-    if chosen == "factor":
+    if chosen == "working_set":  # one shared Gram matrix, the support grown from the warm start's
+        G = None
+        for t in terms:
+            G = t.gram() if G is None else G + t.gram()
+        res = fista_working_set(G, b, lam, g0=g0, max_iter=max_iter, tol=tol, nonneg=nonneg)
+    elif chosen == "factor":
         hessian, bound = _factor_operator(terms)
         lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype, device=b.device))
         res = fista(hessian, b, lam, lip, g0=g0, **common)

@@ -959,7 +959,9 @@ def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
         match = [c for c, t in ran.items() if all(not lo > 1 for _, _, lo, _, _ in t)]
         word = ("holds, and the mechanism is needed" if all(worse.values()) else
                 "holds only through the structure" if match else "not resolvable at this size")
-        return Verdict(word, "; ".join(lines) + ".", **base)
+        names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
+        return Verdict(word, "; ".join(lines) + f". Worse beyond its interval on every OOD split: "
+                       f"{names(c for c, w in worse.items() if w)}; as good within it: {names(match)}.", **base)
     return check
 
 
