@@ -296,6 +296,15 @@ def test_a_control_worse_on_one_split_only_is_not_resolvable():
     assert MECHANISM.verdict(_spread_ctx({**HOLDING, "matrix_code_ff": mixed})).word == "not resolvable at this size"
 
 
+def test_a_control_worse_in_the_mean_but_within_noise_is_not_resolvable():
+    noisy = {s: v * f for s, v, f in zip(TABLE["vn_matrix"], TABLE["vn_matrix"].values(), (1, 10, 10))}
+    seeds = [_fit("matrix_code_ff", seed, {s: v * f for s, v in noisy.items()}) for seed, f in enumerate((0.05, 1.0, 20.0))]
+    base = [_fit(lab, seed, {s: v * SPREAD[seed] for s, v in splits.items()}) for lab, splits in HOLDING.items()
+            for seed in (0, 1, 2)]
+    v = MECHANISM.verdict(ReportContext(SPEC, "quick", base + seeds, out="."))
+    assert v.word == "not resolvable at this size" and "as good within it: none" in v.evidence
+
+
 def test_a_missing_control_or_no_pattern_is_never_credited():
     v = MECHANISM.verdict(_spread_ctx(HOLDING))
     assert v.word == "undecided" and "control `matrix_code_ff` not run" in v.evidence

@@ -923,8 +923,9 @@ def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
     """Whether the bench's VN reading needs VN's mechanism (issue 29): each same-structure control's
     OOD error / the reading's, with its 95 % interval and Welch test on log errors. Holds with the
     mechanism needed: every control worse beyond its interval on every OOD split; holds only through
-    the structure: some control is not worse beyond its interval on any OOD split; not resolvable at
-    this size: neither (mixed, or intervals too wide); does not hold: the reading shows no pattern;
+    the structure: some control as good (within its interval and less than ``CONTROL_MARGIN`` worse
+    in the mean on every OOD split); not resolvable at this size: neither (mixed, or a control
+    clearly worse in the mean with an interval too wide to say so); does not hold: no pattern;
     undecided: a control has fewer seeds than the reading (at least ``MIN_SEEDS``) or none exists."""
     def check(ctx: ReportContext) -> Verdict:
         reading = chosen_reading(ctx, bench)
@@ -956,7 +957,8 @@ def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
             missing = ", ".join(f"`{c}`" for c in planned if c not in ran)
             return Verdict("undecided", f"{short}; control {missing} not run on the reading's {n_read} seeds.", **base)
         worse = {c: bool(t) and all(lo > 1 for _, _, lo, _, _ in t) for c, t in ran.items()}
-        match = [c for c, t in ran.items() if all(not lo > 1 for _, _, lo, _, _ in t)]
+        # as good: within its interval on every OOD split and less than CONTROL_MARGIN worse in the mean
+        match = [c for c, t in ran.items() if all(not lo > 1 and r < CONTROL_MARGIN for _, r, lo, _, _ in t)]
         word = ("holds, and the mechanism is needed" if all(worse.values()) else
                 "holds only through the structure" if match else "not resolvable at this size")
         names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
