@@ -214,10 +214,13 @@ def final_claim(bench: str, vn_labels: tuple[str, ...]) -> Callable[[ReportConte
         best_vn = min(vn, key=lambda lab: mean(final[lab]))
         mine, other = ctx.cell(bench, best_vn, "id", m), ctx.cell(bench, best_bp, "id", m)
         effect, _, _ = ratio_effect(mine, other)
+        joint = [lab for lab in ctx.labels(bench) if lab not in labels]
+        reference = "".join(f"; joint training (the reference, not a continual row): {lab} "
+                            f"{ms(vals(ctx, bench, lab, 'id', m))}" for lab in joint)
         return Verdict(mean(final[best_vn]) < mean(final[best_bp]),
                        f"error on both stages after both (`id`, `{m}`): "
                        + ", ".join(f"{lab} {ms(final[lab])}" for lab in labels)
-                       + f"; best VN row {best_vn}, best backprop row {best_bp}.",
+                       + f"; best VN row {best_vn}, best backprop row {best_bp}{reference}.",
                        effect=f"{best_vn}: {effect}", against=f"{best_bp} (the best backprop row)",
                        seeds=seeds_text(mine, other), notes=(FINAL_NOTE,), reading=best_vn)
     return check
