@@ -310,3 +310,22 @@ def test_a_missing_control_or_no_pattern_is_never_credited():
     assert v.word == "undecided" and "control `matrix_code_ff` not run" in v.evidence
     no_pattern = {**HOLDING, "vn_matrix": TABLE["mlp"], "matrix_code_ff": TABLE["mlp"]}
     assert MECHANISM.verdict(_spread_ctx(no_pattern)).word == "does not hold"
+
+
+def test_one_control_as_good_decides_the_structure_verdict_while_another_is_missing():
+    # spatial2d reconstruct plans three controls; dense codes as good as the reading decide alone
+    def fit(label, seed, values):
+        e = _fit(label, seed, {s: v * SPREAD[seed] for s, v in values.items()})
+        e["task"], e["slots"][0]["bench"] = "spatial2d", "spatial2d_reconstruct"
+        return e
+    table = {"vn_matrix": {"id": 2e-7, "ood": 2e-7}, "cnn": {"id": 7e-5, "ood": 2e-3},
+             "vn_matrix-private": {"id": 1e-5, "ood": 1e-4}, "vn_matrix-dense": {"id": 2e-7, "ood": 1.5e-7},
+             "matrix_code_ff": {"id": 3e-4, "ood": 3e-3}}
+    ctx = ReportContext(SPEC, "quick", [fit(lab, s, v) for lab, v in table.items() for s in (0, 1, 2)], out=".")
+    claim = next(c for c in VERDICTS.claims if c.statement.startswith("spatial2d_reconstruct: the reading's OOD"))
+    v = claim.verdict(ctx)
+    assert v.word == "holds only through the structure", v.evidence
+    assert "as good within it: `vn_matrix-dense`; not run on the reading's seeds: `vn_matrix_implicit`" in v.evidence
+    del table["vn_matrix-dense"]  # without the matching control, the missing one leaves it undecided
+    ctx = ReportContext(SPEC, "quick", [fit(lab, s, v) for lab, v in table.items() for s in (0, 1, 2)], out=".")
+    assert claim.verdict(ctx).word == "undecided"
