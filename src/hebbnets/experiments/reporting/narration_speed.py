@@ -212,7 +212,7 @@ def warm_start_claim(name: str) -> Callable[[ReportContext], Verdict]:
                        f"{r['cold_seconds']:.1f} s cold vs {r['warm_seconds']:.1f} s warm; best validation error "
                        f"{fmt(r['cold_best_val'])} vs {fmt(r['warm_best_val'])} ({100 * rel:+.1f} %).",
                        effect=f"{r['seconds_ratio']:.2f}x", against="the cold-start fit, same run", seeds=str(r["seed"]),
-                       reading="vn")
+                       reading=r["model"])
     return check
 
 
