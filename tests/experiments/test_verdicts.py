@@ -137,3 +137,10 @@ def test_import_hebbnets_does_not_import_the_report_specs():
             "from hebbnets.experiments import get_spec; get_spec('toy'); "
             "assert 'hebbnets.experiments.specs' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_when_to_use_cells_count_claims_by_topic():
+    from hebbnets.experiments.reporting.scorecard import _topics
+
+    assert _topics(["a", "a", "speed report"]) == "3: a (2), speed report"
+    assert _topics([]) == ""

@@ -59,17 +59,31 @@ def _when_to_use(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]
             continue
         holds, fails, open_ = by.setdefault(v.reading, ([], [], []))
         name = claim.key or claim.statement
-        (holds if v.holds else fails if v.holds is False else open_).append(name)
+        # the claim's bench (the text before its first ':'), else its report
+        topic = name.split(":", 1)[0] if ":" in name else f"{spec.name} report"
+        (holds if v.holds else fails if v.holds is False else open_).append(topic)
     if not by:
         return []
     lines = ["## When to use what", "",
-             "From the same verdicts (every claim is listed below): where a model carries a claim, and where it does not.", "",
+             "From the same verdicts (every claim is listed below): how many of a model's claims hold, do not hold or "
+             "are open, and on what (each claim's bench, or its report, with a count where several share one).", "",
              "| model | what it is | its claims hold on | do not hold on | undecided |", "|---|---|---|---|---|"]
     for reading, (holds, fails, open_) in by.items():
         lines.append("| " + " | ".join(table_cell(t) for t in (
-            f"`{reading}`", MODEL_ROLES.get(reading, ""), "; ".join(holds) or "none",
-            "; ".join(fails) or "none", "; ".join(open_) or "—")) + " |")
+            f"`{reading}`", MODEL_ROLES.get(reading, ""), _topics(holds) or "none",
+            _topics(fails) or "none", _topics(open_) or "—")) + " |")
     return lines + [""]
+
+
+def _topics(topics: list[str]) -> str:
+    """``"3: spatial2d_decode (2), toy_atoms"``: how many claims, then their benches or reports,
+    each with a count where several claims share it."""
+    if not topics:
+        return ""
+    counts: dict[str, int] = {}
+    for topic in topics:
+        counts[topic] = counts.get(topic, 0) + 1
+    return f"{len(topics)}: " + ", ".join(t if n == 1 else f"{t} ({n})" for t, n in counts.items())
 
 
 def _summary(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
