@@ -289,6 +289,7 @@ def test_every_control_worse_beyond_its_interval_needs_the_mechanism():
 def test_a_control_as_good_as_the_reading_credits_the_structure():
     ctx = _spread_ctx({**HOLDING, "matrix_code_ff": _scaled(TABLE["vn_matrix"], 1.1)})  # within noise on every split
     assert MECHANISM.verdict(ctx).word == "holds only through the structure"
+    assert MECHANISM.verdict(ctx).holds is False  # the mechanism claim fails: counted so in the scorecard
 
 
 def test_a_control_worse_on_one_split_only_is_not_resolvable():

@@ -412,8 +412,12 @@ class Verdict:
 
     @property
     def holds(self) -> bool | None:
-        """True for every "holds ..." word, False for "does not hold", None otherwise."""
+        """True for every "holds ..." word, False for "does not hold" and for "holds only through
+        the structure" (said of a claim that VN's mechanism is needed: the result holds, the
+        claim about its cause does not), None otherwise."""
         w = self.word
+        if w == "holds only through the structure":
+            return False
         return None if w in ("not measured", "not resolvable at this size", "undecided") else w.startswith("holds")
 
 
