@@ -7,7 +7,7 @@ import pytest
 
 from hebbnets.experiments import RecordStore, build_report, reproduce
 from hebbnets.experiments.reporting import report_pages
-from hebbnets.experiments.reporting.scorecard import build_scorecard, collect
+from hebbnets.experiments.reporting.scorecard import build_scorecard, collect, family_and_topic
 from hebbnets.experiments.reporting import table_cell
 from hebbnets.experiments.specs import PROJECT
 
@@ -42,6 +42,14 @@ def test_committed_report_is_rebuilt_byte_for_byte_from_committed_records(spec, 
 def test_committed_scorecard_is_rebuilt_byte_for_byte_from_committed_records(tmp_path):
     rebuilt = build_scorecard(PROJECT, ROOT / "records", tmp_path, figures=False)
     assert rebuilt.read_bytes() == (ROOT / "reports" / "README.md").read_bytes()
+    assert (tmp_path / "claims.md").read_bytes() == (ROOT / "reports" / "claims.md").read_bytes()
+
+
+def test_scorecard_fits_one_screen_and_its_claims_page_stays_short():
+    readme = (ROOT / "reports" / "README.md").read_text()
+    # one screen: the summary, "when to use what", the figure and one row per claim family
+    assert len(readme.splitlines()) <= 90 and _words(ROOT / "reports" / "README.md") < 2000
+    assert _words(ROOT / "reports" / "claims.md") < 3000
 
 
 def _words(path: Path) -> int:
@@ -63,9 +71,13 @@ def test_every_report_page_is_under_3000_words_and_opens_with_its_verdicts(spec)
 
 
 def test_scorecard_lists_every_claim_of_every_report():
-    text = (ROOT / "reports" / "README.md").read_text()
-    for spec, section, claim, _ in collect(PROJECT, ROOT / "records"):
-        assert table_cell(claim.key or claim.statement) in text, (spec.name, claim.statement)
+    readme = (ROOT / "reports" / "README.md").read_text()
+    claims = (ROOT / "reports" / "claims.md").read_text()
+    for spec, section, claim, v in collect(PROJECT, ROOT / "records"):
+        assert table_cell(claim.key or claim.statement) in claims, (spec.name, claim.statement)
+        family, topic = family_and_topic(claim)
+        row = next(line for line in readme.splitlines() if f"| {table_cell(family)} |" in line)
+        assert f"**{v.word}**" in row and (not topic or table_cell(topic) in row), (spec.name, claim.statement)
 
 
 SPECS_DIR = Path(__file__).resolve().parents[2] / "src" / "hebbnets" / "experiments" / "specs"

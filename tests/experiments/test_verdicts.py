@@ -107,8 +107,10 @@ def test_scorecard_gathers_every_claim_with_links_and_when_to_use(store, tmp_pat
                                                                        ("vn ID parity", "holds narrowly")]
     path = build_scorecard((SPEC,), store.path.parent, tmp_path / "reports")
     text = path.read_text()
-    assert path.name == "README.md" and "[s](s.md#verdicts)" in text
-    assert "| [s](s.md#verdicts) | b: OOD | **holds** |" in text
+    claims = (tmp_path / "reports" / "claims.md").read_text()
+    assert path.name == "README.md" and "| [b: OOD](s.md#verdicts) | **holds** |" in claims
+    # the README groups by family: "b: OOD" is the family "OOD" on bench "b"
+    assert "| [s](claims.md#s) | OOD | b: **holds** " in text
     assert "## When to use what" in text and "| `vn` |" in text
     assert "| [s](s.md) | 2 | 2 | 0 | 0 |" in text  # the one-screen summary: both claims hold
     assert (tmp_path / "reports" / "scorecard.png").read_bytes()[:4] == b"\x89PNG"
@@ -137,6 +139,21 @@ def test_import_hebbnets_does_not_import_the_report_specs():
             "from hebbnets.experiments import get_spec; get_spec('toy'); "
             "assert 'hebbnets.experiments.specs' in sys.modules")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_claim_families_come_from_the_key_or_a_trailing_parenthetical():
+    from hebbnets.experiments.reporting.scorecard import family_and_topic
+
+    def check(ctx):
+        return True, ""
+
+    assert family_and_topic(Claim("x", check, key="spatial2d_decode: VN's ID parity")) == ("VN's ID parity",
+                                                                                            "spatial2d_decode")
+    assert family_and_topic(Claim("Sparser is better (tree, N = 1,024)", check)) == ("Sparser is better",
+                                                                                     "tree, N = 1,024")
+    assert family_and_topic(Claim("A claim with no topic", check)) == ("A claim with no topic", "")
+    # a parenthetical inside the statement is not a topic
+    assert family_and_topic(Claim("O(N²) per step", check)) == ("O(N²) per step", "")
 
 
 def test_when_to_use_cells_count_claims_by_topic():

@@ -18,7 +18,7 @@ def toy():
 
 
 def _lasso_objective(vn, x, codes):
-    return float(vn._free_energy(vn._flat(x), None, None, None, [codes.to(vn.dtype)]).mean())
+    return float(vn.free_energy(vn.flatten(x), None, None, None, [codes.to(vn.dtype)], vn.config.lams_for("train")).mean())
 
 
 @pytest.mark.parametrize("nonneg", [False, True])
@@ -35,7 +35,7 @@ def test_lista_at_its_dictionary_initialisation_is_ista(nonneg):
 def test_encoder_learns_the_codes_on_held_out_inputs(toy):
     task, vn, amortised = toy
     held_out = task.tests["id"]
-    target = vn.infer(vn._flat(held_out.x)).codes[0].float()
+    target = vn.infer(vn.flatten(held_out.x)).codes[0].float()
     init = LISTA.from_dictionary(vn.layers[0].S, vn.config.lam, steps=3, progress=False)
     err_init = float(((init.predict(held_out.x) - target) ** 2).mean())
     err = float(((amortised.encode(held_out.x)[0].float() - target) ** 2).mean())
@@ -53,7 +53,7 @@ def test_lasso_objective_lowers_the_energy_without_targets(toy):
     init = LISTA.from_dictionary(vn.layers[0].S, vn.config.lam, steps=3, progress=False)
     e_init = _lasso_objective(vn, held_out, init.predict(held_out))
     e = _lasso_objective(vn, held_out, lasso.encode(held_out)[0])
-    e_fista = float(vn.infer(vn._flat(held_out)).total_energy.mean())
+    e_fista = float(vn.infer(vn.flatten(held_out)).total_energy.mean())
     assert e_fista <= e < e_init and (e - e_fista) < 0.5 * (e_init - e_fista), (e_fista, e, e_init)
     with pytest.raises(ValueError, match="^objective:"):  # a fresh fit has no dictionary to amortise
         hn.models.make("lista", objective="lasso", progress=False).fit(task.train)
@@ -79,7 +79,7 @@ def test_codes_have_exact_zeros_from_the_threshold(toy):
 def test_warm_start_reaches_the_same_optimum_in_fewer_iterations(toy):
     task, vn, amortised = toy
     x = task.tests["id"].x
-    cold = vn.infer(vn._flat(x))
+    cold = vn.infer(vn.flatten(x))
     warm = amortised.infer(x)
     assert cold.converged and warm.converged
     assert warm.iterations < cold.iterations, (warm.iterations, cold.iterations)
@@ -128,7 +128,7 @@ def test_bad_input_names_the_argument(toy):
     with pytest.raises(ValueError, match="^vn:"):
         AmortisedVN.fit(hn.models.make("vn"), task.train)
     with pytest.raises(ValueError, match="^init:"):
-        vn.infer(vn._flat(task.tests["id"].x), init=[torch.zeros(3, 20)])
+        vn.infer(vn.flatten(task.tests["id"].x), init=[torch.zeros(3, 20)])
     with pytest.raises(ValueError, match="^steps:"):
         hn.models.make("lista", steps=0)
     with pytest.raises(ValueError, match="^S:"):

@@ -95,3 +95,50 @@ def test_vn_data_init_never_sees_validation_samples():
     torch.testing.assert_close(S, unit[source])
     assert not bool(torch.isin(source, val_idx).any())
     assert len(m.train_history["val"]) == 1
+
+
+# -- one config base and one test_lam rule for the VN family (issue 27) ---------------------------
+from hebbnets.vn._fit import LocalFitConfig  # noqa: E402
+from hebbnets.vn.applied_model import AppliedVNConfig  # noqa: E402
+from hebbnets.vn.applied_set import AppliedSetConfig  # noqa: E402
+from hebbnets.vn.matrix import MatrixVNConfig  # noqa: E402
+from hebbnets.vn.network import VNConfig  # noqa: E402
+from hebbnets.vn.pairs import PairVNConfig  # noqa: E402
+
+LOCAL_CONFIGS = (VNConfig, AppliedVNConfig, MatrixVNConfig, PairVNConfig)
+
+
+@pytest.mark.parametrize("config", LOCAL_CONFIGS, ids=lambda c: c.__name__)
+def test_every_vn_config_shares_the_training_fields_and_the_test_lam_rule(config):
+    import dataclasses
+
+    assert issubclass(config, LocalFitConfig)
+    shared = {f.name for f in dataclasses.fields(LocalFitConfig)}
+    assert shared <= {f.name for f in dataclasses.fields(config)}
+    cfg = config(lam=0.02)
+    assert cfg.lam_for("train") == 0.02 and cfg.lam_for("predict") == 0.02  # test_lam None: lam
+    cfg = config(lam=0.02, test_lam=0.005)
+    assert cfg.lam_for("train") == 0.02 and cfg.lam_for("predict") == 0.005
+    with pytest.raises(ValueError, match="phase"):
+        cfg.lam_for("test")
+    # the shared fields are validated by the base, naming the argument
+    for bad in ({"val_fraction": 1.0}, {"patience": 0}, {"epochs": -1}, {"batch_size": 1.5}, {"dtype": "float16"}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            config(**bad)
+
+
+def test_the_backprop_trained_applied_set_reading_uses_the_same_rule():
+    from hebbnets.vn._fit import lam_for
+
+    assert lam_for(AppliedSetConfig(lam=0.1), "predict") == 0.1
+    assert lam_for(AppliedSetConfig(lam=0.1, test_lam=0.02), "predict") == 0.02
+    assert lam_for(AppliedSetConfig(lam=0.1, test_lam=0.02), "train") == 0.1
+
+
+def test_vn_per_layer_weights_follow_the_rule():
+    cfg = VNConfig(atoms=(8, 4), hidden=(5,), lam=(0.1, 0.2))
+    assert cfg.lams_for("train") == (0.1, 0.2) and cfg.lams_for("predict") == (0.1, 0.2)
+    cfg = VNConfig(atoms=(8, 4), hidden=(5,), lam=(0.1, 0.2), test_lam=0.05)
+    assert cfg.lams_for("predict") == (0.05, 0.05) and cfg.per_layer("test_lam") == (0.05, 0.05)
+    with pytest.raises(ValueError, match="test_lam"):
+        VNConfig(atoms=(8, 4), hidden=(5,), test_lam=(0.1, 0.2, 0.3))

@@ -39,9 +39,9 @@ def test_local_energy_is_the_part_of_F_that_depends_on_the_layer():
     # perturb layer 0's code: the change of F equals the change of E_0
     g0 = inf.codes[0].clone()
     inf.codes[0] = g0 + 0.1
-    F1, E1 = net.energy(inf), net._local_energy(0, x, net.layers[1].reconstruct(inf.codes[1]), None, None, inf.codes[0])
+    F1, E1 = net.energy(inf), net._local_energy(0, inf.lams[0], x, net.layers[1].reconstruct(inf.codes[1]), None, None, inf.codes[0])
     inf.codes[0] = g0
-    F0, E0 = net.energy(inf), net._local_energy(0, x, net.layers[1].reconstruct(inf.codes[1]), None, None, g0)
+    F0, E0 = net.energy(inf), net._local_energy(0, inf.lams[0], x, net.layers[1].reconstruct(inf.codes[1]), None, None, g0)
     torch.testing.assert_close(F1 - F0, E1 - E0)
 
 
@@ -193,8 +193,13 @@ def test_test_lam_is_the_l1_weight_at_prediction_only():
     # a smaller test-time weight keeps more atoms active; training's weight is back afterwards
     small = _net(x, y, atoms=(24,), lam=0.05, max_iter=300, test_lam=0.005)
     assert float(small.active_count(x).float().mean()) > float(counts.float().mean())
-    assert small._lams == (0.05,)
+    # one rule for both phases: infer() defaults to training's weight, phase="predict" is test_lam
+    assert small.config.lams_for("train") == (0.05,) and small.config.lams_for("predict") == (0.005,)
     torch.testing.assert_close(small.infer(x).codes[0], net.infer(x).codes[0], rtol=0, atol=0)
+    assert small.infer(x).lams == (0.05,) and small.infer(x, phase="predict").lams == (0.005,)
+    assert float(small.optimality_residual(small.infer(x, phase="predict"))[0].max()) < 1e-3
+    with pytest.raises(ValueError, match="phase"):
+        small.infer(x, phase="test")
 
 
 @pytest.mark.parametrize(

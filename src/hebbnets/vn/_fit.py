@@ -22,14 +22,68 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import torch
 from tqdm.auto import tqdm
 
 from .._split import Split
-from .._validation import check_int
+from .._validation import check_choice, check_int
 from ..training import carve_validation, supervised_loss
+
+
+PHASES = ("train", "predict")
+
+
+def lam_for(config: Any, phase: str) -> Any:
+    """The one rule for the l1 weight of every VN-family model: ``lam`` while training,
+    ``test_lam`` at prediction (and on the validation data of early stopping), ``lam`` when
+    ``test_lam`` is ``None``. Returns the config's value as it is (a float, or ``vn``'s
+    per-layer tuple). Used by ``LocalFitConfig.lam_for`` and by the configs of the VN readings
+    that train through the backprop loop (``vn_applied_set``)."""
+    check_choice(phase, PHASES, "phase")
+    if phase == "predict" and config.test_lam is not None:
+        return config.test_lam
+    return config.lam
+
+
+@dataclass
+class LocalFitConfig:
+    """The fields every VN-family config shares: the l1 weights and the training loop of
+    ``fit_local``. ``VNConfig``, ``AppliedVNConfig``, ``MatrixVNConfig`` and ``PairVNConfig``
+    subclass it and redeclare a field only to change its default or its record-key metadata
+    (``dataclasses.field(metadata={"neutral": ...})``, ``hebbnets.experiments``).
+
+    Attributes:
+        lam: l1 weight of the codes during training.
+        test_lam: l1 weight at prediction and on the validation data (``None``: ``lam``);
+            ``lam_for(phase)`` is the one place that reads the two.
+        epochs: epoch cap (training stops earlier after ``patience`` epochs without a lower
+            validation error); batch_size: samples per Atomic-Hebb step.
+        val_fraction: share of the training split held out for early stopping, in ``[0, 1)``
+            (0: train on everything for ``epochs`` epochs and keep the last atoms).
+        patience: epochs without a lower validation error before training stops.
+        progress: show a progress bar during ``fit``.
+        dtype: ``"float32"`` or ``"float64"``: the dtype of the model's atoms and codes.
+    """
+
+    lam: float = 0.05
+    test_lam: float | None = None
+    epochs: int = 20
+    batch_size: int = 64
+    val_fraction: float = 0.1
+    patience: int = 5
+    progress: bool = True
+    dtype: str = "float32"
+
+    def __post_init__(self) -> None:
+        check_fit_fields(self)
+        check_choice(self.dtype, ("float32", "float64"), "dtype")
+
+    def lam_for(self, phase: str) -> Any:
+        """The l1 weight of ``phase`` (``"train"`` or ``"predict"``): ``lam_for`` above."""
+        return lam_for(self, phase)
 
 
 def check_fit_fields(config: Any) -> None:

@@ -215,9 +215,9 @@ class AmortisedVN:
         for l, layer in enumerate(vn.layers):
             inputs = torch.cat([inf.inputs[l] for inf in parts]).float()  # (N, n_l)
             codes = torch.cat([inf.codes[l] for inf in parts]).float()  # (N, K_l)
-            mask = vn._flat(split.x_mask) if l == 0 else None
-            c_in = vn._precisions(l)[0]
-            enc = LISTA.from_dictionary(layer.S, vn._lams[l], precision=c_in, x_masked=mask is not None, seed=seed,
+            mask = vn.flatten(split.x_mask) if l == 0 else None
+            c_in = vn.precisions(l)[0]
+            enc = LISTA.from_dictionary(layer.S, parts[0].lams[l], precision=c_in, x_masked=mask is not None, seed=seed,
                                         steps=steps, nonneg=vn.config.nonneg, objective=objective, **config)
             enc.partial_fit(Split(inputs, codes, None if mask is None else mask.float()))
             encoders.append(enc)
@@ -227,7 +227,7 @@ class AmortisedVN:
     def encode(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> list[torch.Tensor]:
         """Per layer the encoded codes ``(B, K_l)`` for inputs ``x`` ``(B, *x_shape)``."""
         vn = self.vn
-        x_l, mask = vn._flat(x), vn._flat(x_mask)
+        x_l, mask = vn.flatten(x), vn.flatten(x_mask)
         codes = []
         for l, (enc, layer) in enumerate(zip(self.encoders, vn.layers)):
             g = enc.predict(x_l.float(), None if mask is None or l > 0 else mask.float()).to(vn.dtype)
@@ -245,7 +245,7 @@ class AmortisedVN:
     def infer(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> Inference:
         """The VN's iterative inference (prediction mode) warm-started from the encoded codes."""
         vn = self.vn
-        return vn.infer(vn._flat(x), x_mask=vn._flat(x_mask), init=self.encode(x, x_mask))
+        return vn.infer(vn.flatten(x), x_mask=vn.flatten(x_mask), init=self.encode(x, x_mask))
 
     def save(self, path: str | os.PathLike) -> None:
         """Write the VN and every encoder as hebbnets checkpoints under ``path``."""
@@ -329,11 +329,11 @@ def measure(amortised: AmortisedVN, split: Split, metric: str | None = None, rep
     """
     vn = amortised.vn
     fn = get_metric(metric or split.metric or "mse")
-    x, xm = vn._flat(split.x), vn._flat(split.x_mask)
+    x, xm = vn.flatten(split.x), vn.flatten(split.x_mask)
 
     def score(codes: list[torch.Tensor]) -> tuple[float, float]:
         pred = _readout(vn, codes).reshape(len(split), *vn.spec.y_shape).float()
-        return float(vn._free_energy(x, None, xm, None, codes).mean()), float(fn(pred, split))
+        return float(vn.free_energy(x, None, xm, None, codes, vn.config.lams_for("train")).mean()), float(fn(pred, split))
 
     def record(method: str, codes: list[torch.Tensor], seconds: float, iterations: int) -> dict[str, Any]:
         e, err = score(codes)

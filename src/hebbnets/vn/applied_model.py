@@ -29,13 +29,13 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int, check_int_fields, check_positive
 from ..models import register
-from ._fit import check_fit_fields, fit_local
+from ._fit import LocalFitConfig, fit_local
 from .applied import NORM_POLICIES, PATHS, AppliedAtomStack, apply_norm_policy
 
 
 @dataclass
-class AppliedVNConfig:
-    """Configuration of ``vn_applied`` (module docstring).
+class AppliedVNConfig(LocalFitConfig):
+    """Configuration of ``vn_applied`` (module docstring; the shared fields: ``LocalFitConfig``).
 
     Attributes:
         atoms: atoms per stacked layer ``(K_1, ..., K_L)`` (bottom first).
@@ -75,8 +75,6 @@ class AppliedVNConfig:
     residual: bool = False
     alpha: float = 1.0
     beta: float = 1.0
-    lam: float = 0.05
-    test_lam: float | None = None
     nonneg: bool = False
     max_iter: int = 100
     max_sweeps: int = 5
@@ -88,15 +86,11 @@ class AppliedVNConfig:
     norm_policy: str = "unit"
     reseed_after: int = 50
     epochs: int = 30
-    patience: int = 5
-    val_fraction: float = 0.1
-    batch_size: int = 64
     init: str = "data"
     train_codes: str = "clamped"
-    progress: bool = True
-    dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not self.atoms or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.atoms):
             raise ValueError(f"atoms: expected a non-empty tuple of positive ints, got {self.atoms!r}")
         if len(self.hidden) != len(self.atoms) - 1 or any(isinstance(h, bool) or not isinstance(h, int) or h < 1
@@ -118,13 +112,11 @@ class AppliedVNConfig:
             check_positive(self.test_lam, "test_lam", allow_zero=True)
         check_positive(self.tol, "tol")
         check_int_fields(self, ("max_iter", "max_sweeps"))
-        check_fit_fields(self)
         check_int(self.reseed_after, "reseed_after", minimum=0)
         check_choice(self.path, PATHS, "path")
         check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
         check_choice(self.init, ("data", "random"), "init")
         check_choice(self.train_codes, ("clamped", "context"), "train_codes")
-        check_choice(self.dtype, ("float32", "float64"), "dtype")
 
 
 def tuning_code(c: torch.Tensor, points: int) -> torch.Tensor:
@@ -237,7 +229,7 @@ class AppliedVN(Model):
         if x_mask is not None:
             raise ValueError("x_mask: vn_applied takes no input mask")
         cfg = self.config
-        lam = cfg.lam if cfg.test_lam is None else cfg.test_lam
+        lam = cfg.lam_for("predict")
         z, c = self._split_input(x)
         outs = []
         for start in range(0, len(z), 512):

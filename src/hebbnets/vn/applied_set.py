@@ -41,6 +41,7 @@ from .._validation import check_choice, check_int, check_positive
 from ..models import register
 from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, window_changes
 from ..training import BackpropModel, Callback, TrainConfig
+from ._fit import lam_for
 from .applied import NORM_POLICIES, AppliedAtomStack, AppliedInference
 
 
@@ -151,7 +152,7 @@ class AppliedSetVN(BackpropModel):
     def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         cfg = self.config
         zw, tw, mw, z_last = self._rows(x, x_mask, None)
-        lam = cfg.lam if cfg.test_lam is None else cfg.test_lam
+        lam = lam_for(cfg, "predict")
         inf = self.stack.infer(zw, y=tw, y_mask=mw, lam=lam)
         change = self.stack.output(inf.codes, z_last)  # (B, M, D) standardised
         return change * self.target_std * body_mask(x, x_mask)[..., None]

@@ -48,7 +48,7 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int, check_positive
 from ..models import register
-from ._fit import check_fit_fields, fit_local
+from ._fit import LocalFitConfig, fit_local
 from .fista import FistaResult, fista, ista_reference, kkt_violation, largest_eigenvalue
 
 NORM_POLICIES = ("unit", "clip", "none")
@@ -366,8 +366,8 @@ def lasso_reference(layer: _PairLibrary, image: torch.Tensor, lam: float, precis
 
 # -- the registered model ----------------------------------------------------------------------
 @dataclass
-class MatrixVNConfig:
-    """Configuration of ``MatrixVN`` (``"vn_matrix"``).
+class MatrixVNConfig(LocalFitConfig):
+    """Configuration of ``MatrixVN`` (``"vn_matrix"``; the shared fields: ``LocalFitConfig``).
 
     Attributes:
         atoms_u, atoms_s: ``Ku`` column profiles (``U`` ``(m, Ku)``) and ``Ks`` row profiles
@@ -394,8 +394,6 @@ class MatrixVNConfig:
     atoms_u: int = 28
     atoms_s: int = 28
     factors: str = "shared"
-    lam: float = 0.05
-    test_lam: float | None = None
     beta: float = 0.0
     topk: int = 0
     nonneg: bool = False
@@ -405,16 +403,12 @@ class MatrixVNConfig:
     rho_s: float = 0.5
     norm_policy: str = "unit"
     init: str = "random"
-    epochs: int = 20
     batch_size: int = 32
-    val_fraction: float = 0.1
-    patience: int = 5
-    progress: bool = True
-    dtype: str = "float32"
     # neutral: off computes what fits did before the field existed (record keys omit it)
     warm_start: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_sparse_code_fields(self, atoms=("atoms_u", "atoms_s"), rates=("rho_u", "rho_s"))
         if not isinstance(self.warm_start, bool):
             raise ValueError(f"warm_start: expected True or False, got {self.warm_start!r}")
@@ -424,8 +418,8 @@ class MatrixVNConfig:
 
 def check_sparse_code_fields(config, atoms: tuple[str, ...], rates: tuple[str, ...]) -> None:
     """Checks shared by the matrix-family configs: the named atom counts (ints >= 1) and
-    Hebbian rates (>= 0), ``lam``, ``test_lam``, ``beta``, ``topk``, ``max_iter``, ``tol``,
-    ``norm_policy``, ``dtype`` and the training loop's fields."""
+    Hebbian rates (>= 0), ``lam``, ``test_lam``, ``beta``, ``topk``, ``max_iter``, ``tol`` and
+    ``norm_policy`` (the training loop's fields and ``dtype``: ``LocalFitConfig``)."""
     for name in (*atoms, "max_iter"):
         check_int(getattr(config, name), name)
     check_int(config.topk, "topk", minimum=0)
@@ -435,8 +429,6 @@ def check_sparse_code_fields(config, atoms: tuple[str, ...], rates: tuple[str, .
         check_positive(config.test_lam, "test_lam", allow_zero=True)
     check_positive(config.tol, "tol")
     check_choice(config.norm_policy, NORM_POLICIES, "norm_policy")
-    check_choice(config.dtype, ("float32", "float64"), "dtype")
-    check_fit_fields(config)
 
 
 @dataclass
@@ -606,7 +598,7 @@ class MatrixVN(Model):
 
     def _codes(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> list[torch.Tensor]:
         cfg = self.config
-        lam = cfg.lam if cfg.test_lam is None else cfg.test_lam
+        lam = cfg.lam_for("predict")
         out = []
         for start in range(0, x.shape[0], 1024):
             m = None if x_mask is None else x_mask[start : start + 1024]

@@ -27,7 +27,6 @@ coordinate descent on ``F`` (non-increasing), and Atomic-Hebb with precision-wei
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -38,15 +37,15 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int_fields, check_positive
 from ..models import register
-from ._fit import check_fit_fields, fit_local
+from ._fit import LocalFitConfig, fit_local
 from .fista import LassoTerm, kkt_violation, masked_lasso
 
 NORM_POLICIES = ("unit_s", "clip_s", "none")
 
 
 @dataclass
-class VNConfig:
-    """Configuration of a ``VectorNetwork``.
+class VNConfig(LocalFitConfig):
+    """Configuration of a ``VectorNetwork`` (the shared fields: ``LocalFitConfig``).
 
     Attributes:
         atoms: atoms per layer ``(K_1, ..., K_L)``.
@@ -69,17 +68,13 @@ class VNConfig:
             l1 penalty is escaped by growing atoms.
         reseed_after: an atom unused (zero code for the whole batch) for this many consecutive
             batches is re-seeded from the worst-explained sample's residual (0 = never).
-        epochs, batch_size: training loop (``epochs`` is a cap when validating).
-        val_fraction: share of the training split held out for early stopping (``vn._fit``:
-            the atoms of the best validation epoch are kept); 0 trains on everything for
-            ``epochs`` epochs and keeps the last atoms.
-        patience: epochs without a lower validation error before training stops.
+        epochs, batch_size, val_fraction, patience: the training loop (``LocalFitConfig``;
+            ``epochs`` is a cap when validating, the atoms of the best validation epoch are kept).
         output: ``"message"`` predicts ``U_L g_L``; ``"reconstruction"`` predicts ``S_1 g_1``
             (inpainting / reconstruction of the input; needs targets shaped like inputs).
         init: ``"data"`` initialises the first layer's atoms from random training pairs,
             ``"random"`` from Gaussian noise.
-        progress: show a progress bar during ``fit``.
-        dtype: ``"float32"`` or ``"float64"``.
+        progress, dtype: progress bar; ``"float32"`` or ``"float64"`` (``LocalFitConfig``).
     """
 
     atoms: tuple[int, ...] = (64,)
@@ -96,22 +91,19 @@ class VNConfig:
     rho_u: float = 0.5
     norm_policy: str = "unit_s"
     reseed_after: int = 50
-    epochs: int = 20
-    batch_size: int = 64
     # neutral: the values that compute what fits did before these fields existed (no early stopping;
     # record keys omit a field at its neutral value). The default 0.1 is not neutral: it changes fits.
     val_fraction: float = field(default=0.1, metadata={"neutral": 0.0})
     patience: int = field(default=5, metadata={"neutral": 5})
     output: str = "message"
     init: str = "data"
-    progress: bool = True
-    dtype: str = "float32"
     # start each training sample's bottom-up FISTA solves from its codes of the previous epoch (a
     # per-sample cache; the first epoch starts from zeros, as without it): fewer iterations while
     # the atoms move little, the same energies within the solver's tolerance
     warm_start: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if not isinstance(self.warm_start, bool):
             raise ValueError(f"warm_start: expected True or False, got {self.warm_start!r}")
         if not self.atoms or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.atoms):
@@ -127,7 +119,6 @@ class VNConfig:
         if isinstance(self.topk, bool) or not isinstance(self.topk, int) or self.topk < 0:
             raise ValueError(f"topk: expected an int >= 0, got {self.topk!r}")
         check_int_fields(self, ("max_iter", "max_sweeps"))
-        check_fit_fields(self)
         if isinstance(self.reseed_after, bool) or not isinstance(self.reseed_after, int) or self.reseed_after < 0:
             raise ValueError(f"reseed_after: expected an int >= 0, got {self.reseed_after!r}")
         check_positive(self.tol, "tol")
@@ -136,13 +127,18 @@ class VNConfig:
         check_choice(self.norm_policy, NORM_POLICIES, "norm_policy")
         check_choice(self.output, ("message", "reconstruction"), "output")
         check_choice(self.init, ("data", "random"), "init")
-        check_choice(self.dtype, ("float32", "float64"), "dtype")
+
+    def lams_for(self, phase: str) -> tuple[float, ...]:
+        """The l1 weight of ``phase`` (``"train"`` or ``"predict"``, ``LocalFitConfig.lam_for``),
+        one value per layer."""
+        return self._expand("lam" if phase == "train" or self.test_lam is None else "test_lam", self.lam_for(phase))
 
     def per_layer(self, name: str) -> tuple[float, ...]:
-        """``lam``, ``test_lam`` or ``beta`` expanded to one value per layer (``test_lam=None``: ``lam``)."""
-        if name == "test_lam" and self.test_lam is None:
-            name = "lam"
-        v = getattr(self, name)
+        """``lam``, ``test_lam`` or ``beta`` expanded to one value per layer (``test_lam``: the
+        prediction weight, ``lams_for("predict")``)."""
+        return self.lams_for("predict") if name == "test_lam" else self._expand(name, getattr(self, name))
+
+    def _expand(self, name: str, v: float | tuple[float, ...]) -> tuple[float, ...]:
         if isinstance(v, (tuple, list)):
             if len(v) != len(self.atoms):
                 raise ValueError(f"{name}: expected one value or {len(self.atoms)} (one per layer), got {v!r}")
@@ -232,6 +228,8 @@ class Inference:
         converged: the sweeps met ``tol`` within ``max_sweeps`` and every FISTA solve of the last
             sweep (of the single solve, for one layer) met ``tol`` within ``max_iter``.
         energy_history: batch-mean ``F`` after the initial pass and after every sweep.
+        lams: the l1 weight of every layer the codes were inferred with (``VNConfig.lams_for``
+            of the inference's phase); ``energy`` and ``optimality_residual`` use them.
     """
 
     codes: list[torch.Tensor]
@@ -245,6 +243,7 @@ class Inference:
     iterations: int
     converged: bool
     energy_history: list[float] = field(default_factory=list)
+    lams: tuple[float, ...] = ()
 
 
 def rescale_atoms(S: torch.Tensor, U: torch.Tensor, active: torch.Tensor, policy: str) -> None:
@@ -291,7 +290,6 @@ class VectorNetwork(Model):
         self.layers = nn.ModuleList(
             AtomLayer(sizes[i], sizes[i + 1], k, dtype) for i, k in enumerate(cfg.atoms)
         )
-        self._lams = cfg.per_layer("lam")
         self._betas = cfg.per_layer("beta")
         # set once the data-dependent init has run, so a loaded model is not re-initialised
         self.register_buffer("initialised", torch.zeros((), dtype=torch.bool))
@@ -300,24 +298,25 @@ class VectorNetwork(Model):
     def dtype(self) -> torch.dtype:
         return self.layers[0].S.dtype
 
-    def _precisions(self, l: int) -> tuple[float, float]:
-        """``(c_in, c_out)`` of layer ``l`` (see module docstring)."""
+    def precisions(self, l: int) -> tuple[float, float]:
+        """``(c_in, c_out)``: the precisions of layer ``l``'s input and output terms (module
+        docstring: ``c_in = 1`` at the bottom, else ``beta_{l-1}``; ``c_out = beta_l``)."""
         return (1.0 if l == 0 else self._betas[l - 1]), self._betas[l]
 
     # -- inference -------------------------------------------------------------------------------
-    def _solve_layer(self, l, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
-        """Solve layer ``l``'s LASSO with its neighbours held fixed; returns (codes, iterations,
+    def _solve_layer(self, l, lam, x_l, h_l, x_mask, h_mask, g0, use_top_down) -> tuple[torch.Tensor, int, bool]:
+        """Solve layer ``l``'s LASSO (l1 weight ``lam``) with its neighbours held fixed; returns (codes, iterations,
         converged). ``hebbnets.vn.fista.masked_lasso`` picks the product form by shape
         (``product_form``): a shared Gram matrix per mask pattern, one per sample, or, with
         per-sample masks and many atoms, the factors ``S^T (m ⊙ (S v))`` that never form one."""
         layer = self.layers[l]
         cfg = self.config
-        c_in, c_out = self._precisions(l)
+        c_in, c_out = self.precisions(l)
         terms = [LassoTerm(c_in, layer.S, x_l, x_mask)]
         if use_top_down and h_l is not None and c_out:
             terms.append(LassoTerm(c_out, layer.U, h_l, h_mask))
         top = l == len(self.layers) - 1
-        res = masked_lasso(terms, self._lams[l], g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
+        res = masked_lasso(terms, lam, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
                            topk=cfg.topk if top else 0, form=self.product_form)
         return res.codes, res.iterations, res.converged
 
@@ -329,6 +328,7 @@ class VectorNetwork(Model):
         x_mask: torch.Tensor | None = None,
         y_mask: torch.Tensor | None = None,
         init: list[torch.Tensor] | None = None,
+        phase: str = "train",
     ) -> Inference:
         """Infer the sparse codes of every layer for a batch.
 
@@ -340,6 +340,8 @@ class VectorNetwork(Model):
             init: optional per-layer warm starts ``(B, K_l)`` of the bottom-up pass's FISTA
                 solves (e.g. an amortised encoder's codes, ``hebbnets.vn.amortised``); zeros
                 when ``None``.
+            phase: ``"train"`` infers with ``lam``, ``"predict"`` with ``test_lam``
+                (``VNConfig.lams_for``; ``predict`` and the validation of ``fit`` use it).
 
         Schedule **(choice)**: a bottom-up pass (each layer solved from its input alone, the top
         layer with ``y`` if clamped), then alternating down and up sweeps of block coordinate
@@ -348,6 +350,7 @@ class VectorNetwork(Model):
         """
         cfg = self.config
         L = len(self.layers)
+        lams = cfg.lams_for(phase)
         x = x.to(self.dtype)
         y = None if y is None else y.to(self.dtype)
         x_mask = None if x_mask is None else x_mask.to(self.dtype)
@@ -374,11 +377,11 @@ class VectorNetwork(Model):
             x_l = x if l == 0 else self.layers[l - 1].message(codes[l - 1])
             h_l, h_mask = (y, y_mask) if l == L - 1 else (None, None)
             g0 = None if init is None else init[l]
-            g, it, ok = self._solve_layer(l, x_l, h_l, x_mask if l == 0 else None, h_mask, g0, True)
+            g, it, ok = self._solve_layer(l, lams[l], x_l, h_l, x_mask if l == 0 else None, h_mask, g0, True)
             codes.append(g)
             iterations += it
             converged &= ok
-        history = [float(self._free_energy(x, y, x_mask, y_mask, codes).mean())]
+        history = [float(self.free_energy(x, y, x_mask, y_mask, codes, lams).mean())]
 
         sweeps = 0
         if L > 1:
@@ -389,10 +392,10 @@ class VectorNetwork(Model):
                 converged = True  # judged on the last sweep: early warm starts may use their budget
                 for l in order:
                     x_l, h_l, xm, hm = context(l)
-                    codes[l], it, ok = self._solve_layer(l, x_l, h_l, xm, hm, codes[l], True)
+                    codes[l], it, ok = self._solve_layer(l, lams[l], x_l, h_l, xm, hm, codes[l], True)
                     iterations += it
                     converged &= ok
-                history.append(float(self._free_energy(x, y, x_mask, y_mask, codes).mean()))
+                history.append(float(self.free_energy(x, y, x_mask, y_mask, codes, lams).mean()))
                 change = max(
                     float(((g - g0).norm(dim=-1) / g.norm(dim=-1).clamp_min(1e-12)).max())
                     for g, g0 in zip(codes, before)
@@ -406,25 +409,25 @@ class VectorNetwork(Model):
         targets: list[torch.Tensor | None] = [self.layers[l + 1].reconstruct(codes[l + 1]) for l in range(L - 1)]
         targets.append(y)
         energies = [
-            self._local_energy(l, inputs[l], targets[l], x_mask if l == 0 else None,
+            self._local_energy(l, lams[l], inputs[l], targets[l], x_mask if l == 0 else None,
                                y_mask if l == L - 1 else None, codes[l])
             for l in range(L)
         ]
         return Inference(
             codes=codes, inputs=inputs, targets=targets, x_mask=x_mask, y_mask=y_mask,
-            energies=energies, total_energy=self._free_energy(x, y, x_mask, y_mask, codes),
-            sweeps=sweeps, iterations=iterations, converged=converged, energy_history=history,
+            energies=energies, total_energy=self.free_energy(x, y, x_mask, y_mask, codes, lams),
+            sweeps=sweeps, iterations=iterations, converged=converged, energy_history=history, lams=lams,
         )
 
     # -- energies ----------------------------------------------------------------------------------
-    def _local_energy(self, l, x_l, h_l, x_mask, h_mask, g) -> torch.Tensor:
+    def _local_energy(self, l, lam, x_l, h_l, x_mask, h_mask, g) -> torch.Tensor:
         """``E_l`` ``(B,)`` (module docstring), from the un-expanded formula."""
         layer = self.layers[l]
-        c_in, c_out = self._precisions(l)
+        c_in, c_out = self.precisions(l)
         rx = x_l - layer.reconstruct(g)
         if x_mask is not None:
             rx = rx * x_mask
-        e = 0.5 * c_in * (rx**2).sum(-1) + self._lams[l] * g.abs().sum(-1)
+        e = 0.5 * c_in * (rx**2).sum(-1) + lam * g.abs().sum(-1)
         if h_l is not None:
             rh = h_l - layer.message(g)
             if h_mask is not None:
@@ -432,8 +435,11 @@ class VectorNetwork(Model):
             e = e + 0.5 * c_out * (rh**2).sum(-1)
         return e
 
-    def _free_energy(self, x, y, x_mask, y_mask, codes) -> torch.Tensor:
-        """Free energy ``F`` ``(B,)`` with every term counted once (module docstring)."""
+    def free_energy(self, x: torch.Tensor, y: torch.Tensor | None, x_mask: torch.Tensor | None,
+                    y_mask: torch.Tensor | None, codes: list[torch.Tensor], lams: tuple[float, ...]) -> torch.Tensor:
+        """Free energy ``F`` ``(B,)`` with every term counted once (module docstring), for
+        flattened inputs ``x`` ``(B, n_1)`` (``y`` ``(B, m_L)`` or ``None``; masks alike), codes
+        ``(B, K_l)`` per layer and the l1 weights ``lams`` (``VNConfig.lams_for``)."""
         L = len(self.layers)
         first = self.layers[0]
         rx = x - first.reconstruct(codes[0])
@@ -441,7 +447,7 @@ class VectorNetwork(Model):
             rx = rx * x_mask
         F = 0.5 * (rx**2).sum(-1)
         for l in range(L):
-            F = F + self._lams[l] * codes[l].abs().sum(-1)
+            F = F + lams[l] * codes[l].abs().sum(-1)
             if l < L - 1:
                 gap = self.layers[l + 1].reconstruct(codes[l + 1]) - self.layers[l].message(codes[l])
                 F = F + 0.5 * self._betas[l] * (gap**2).sum(-1)
@@ -467,7 +473,7 @@ class VectorNetwork(Model):
         out = []
         for l, layer in enumerate(self.layers):
             g = inf.codes[l]
-            c_in, c_out = self._precisions(l)
+            c_in, c_out = self.precisions(l)
             rx = inf.inputs[l] - layer.reconstruct(g)  # (B, n)
             if l == 0 and inf.x_mask is not None:
                 rx = rx * inf.x_mask
@@ -478,18 +484,19 @@ class VectorNetwork(Model):
                 if l == L - 1 and inf.y_mask is not None:
                     rh = rh * inf.y_mask
                 d = d - c_out * (rh @ layer.U)
-            out.append(kkt_violation(d, g, self._lams[l], self.config.nonneg))
+            out.append(kkt_violation(d, g, inf.lams[l], self.config.nonneg))
         return out
 
     def energy(self, inference: Inference) -> torch.Tensor:
-        """Free energy ``F`` ``(B,)`` of the current atoms at ``inference``'s codes.
+        """Free energy ``F`` ``(B,)`` of the current atoms at ``inference``'s codes (and its l1
+        weights).
 
         Differentiable in the atoms (the codes are held fixed): ``autograd`` of its batch
         mean is what Atomic-Hebb follows (Danskin).
         """
         inf = inference
         y = inf.targets[-1]
-        return self._free_energy(inf.inputs[0], y, inf.x_mask, inf.y_mask, inf.codes)
+        return self.free_energy(inf.inputs[0], y, inf.x_mask, inf.y_mask, inf.codes, inf.lams)
 
     # -- slow learning -------------------------------------------------------------------------------
     @torch.no_grad()
@@ -511,7 +518,7 @@ class VectorNetwork(Model):
         for l, layer in enumerate(self.layers):
             g = inf.codes[l]  # (B, K)
             B = g.shape[0]
-            c_in, c_out = self._precisions(l)
+            c_in, c_out = self.precisions(l)
             r_x = c_in * (inf.inputs[l] - layer.reconstruct(g))  # (B, n)
             if l == 0 and inf.x_mask is not None:
                 r_x = r_x * inf.x_mask
@@ -540,12 +547,12 @@ class VectorNetwork(Model):
         layer.U[:, dead_idx] = (r_h[worst] / scale[:, None]).T
         layer.unused_batches[dead_idx] = 0
 
-    def iter_inference(self, split: Split, clamp_targets: bool = False,
-                       chunk: int = 1024) -> Iterator[tuple[int, Inference]]:
+    def iter_inference(self, split: Split, clamp_targets: bool = False, chunk: int = 1024,
+                       phase: str = "train") -> Iterator[tuple[int, Inference]]:
         """Infer the codes of ``split`` ``chunk`` samples at a time; yields ``(samples, Inference)``.
 
         As at prediction (input and its mask only) or, with ``clamp_targets``, as in training
-        (the target clamped at the top). Chunks bound the memory of the batched solver; the
+        (the target clamped at the top); ``phase`` picks the l1 weights (``infer``). Chunks bound the memory of the batched solver; the
         measures over a whole split (``hebbnets.entanglement``, the amortised encoder's
         training data) read them in order.
         """
@@ -554,16 +561,19 @@ class VectorNetwork(Model):
             raise ValueError("split: expected a non-empty hebbnets.Split")
         if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
             raise ValueError(f"chunk: expected an int >= 1, got {chunk!r}")
-        x, xm = self._flat(split.x), self._flat(split.x_mask)
-        y, ym = self._flat(split.y), self._flat(split.y_mask)
+        x, xm = self.flatten(split.x), self.flatten(split.x_mask)
+        y, ym = self.flatten(split.y), self.flatten(split.y_mask)
         for start in range(0, len(split), chunk):
             part = slice(start, start + chunk)
             pick = lambda t: None if t is None else t[part]  # noqa: E731
-            inf = self.infer(x[part], y[part] if clamp_targets else None, pick(xm), pick(ym) if clamp_targets else None)
+            inf = self.infer(x[part], y[part] if clamp_targets else None, pick(xm), pick(ym) if clamp_targets else None,
+                             phase=phase)
             yield x[part].shape[0], inf
 
     # -- Model API ---------------------------------------------------------------------------------
-    def _flat(self, t: torch.Tensor | None) -> torch.Tensor | None:
+    def flatten(self, t: torch.Tensor | None) -> torch.Tensor | None:
+        """``(N, *shape) -> (N, prod(shape))`` in the model's dtype (``None`` stays ``None``):
+        the layout ``infer`` takes."""
         return None if t is None else t.reshape(t.shape[0], -1).to(self.dtype)
 
     def _init_from_data(self, split: Split) -> None:
@@ -573,15 +583,15 @@ class VectorNetwork(Model):
         K = first.num_atoms
         gen = torch.Generator().manual_seed(self.seed)
         idx = torch.randint(len(split), (K,), generator=gen, device=gen.device).to(split.device)
-        xs = self._flat(split.x[idx])  # (K, n)
+        xs = self.flatten(split.x[idx])  # (K, n)
         if split.x_mask is not None:
-            xs = xs * self._flat(split.x_mask[idx])
+            xs = xs * self.flatten(split.x_mask[idx])
         norms = xs.norm(dim=-1).clamp_min(1e-12)
         first.S.copy_((xs / norms[:, None]).T)
         if len(self.layers) == 1:
-            ys = self._flat(split.y[idx])
+            ys = self.flatten(split.y[idx])
             if split.y_mask is not None:
-                ys = ys * self._flat(split.y_mask[idx])
+                ys = ys * self.flatten(split.y_mask[idx])
             first.U.copy_((ys / norms[:, None]).T)
 
     def _fit(self, split: Split) -> None:
@@ -591,8 +601,8 @@ class VectorNetwork(Model):
                     self._init_from_data(train)
                 self.initialised.fill_(True)
 
-        x, y = self._flat(split.x), self._flat(split.y)
-        xm, ym = self._flat(split.x_mask), self._flat(split.y_mask)
+        x, y = self.flatten(split.x), self.flatten(split.y)
+        xm, ym = self.flatten(split.x_mask), self.flatten(split.y_mask)
 
         # warm_start: per training sample and layer its last codes, (N, K_l) (zeros: a cold start)
         cache = ([x.new_zeros(len(split), layer.num_atoms) for layer in self.layers]
@@ -611,27 +621,17 @@ class VectorNetwork(Model):
 
         self.history: list[float] = fit_local(self, split, learn_batch, desc="vn fit", on_start=init)["energy"]
 
-    @contextlib.contextmanager
-    def _test_lams(self) -> Iterator[None]:
-        """While predicting, the l1 weights are ``test_lam`` (restored afterwards, also on error)."""
-        train_lams = self._lams
-        self._lams = self.config.per_layer("test_lam")
-        try:
-            yield
-        finally:
-            self._lams = train_lams
-
     def _predict(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
         spec = self.spec
         outs = []
-        xf, mf = self._flat(x), self._flat(x_mask)
-        with self._test_lams():
-            for start in range(0, xf.shape[0], 1024):
-                inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
-                if self.config.output == "reconstruction":
-                    outs.append(self.layers[0].reconstruct(inf.codes[0]))
-                else:
-                    outs.append(self.layers[-1].message(inf.codes[-1]))
+        xf, mf = self.flatten(x), self.flatten(x_mask)
+        for start in range(0, xf.shape[0], 1024):
+            inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024],
+                             phase="predict")
+            if self.config.output == "reconstruction":
+                outs.append(self.layers[0].reconstruct(inf.codes[0]))
+            else:
+                outs.append(self.layers[-1].message(inf.codes[-1]))
         return torch.cat(outs).reshape(x.shape[0], *spec.y_shape).to(x.dtype)  # the caller's dtype
 
     @torch.no_grad()
@@ -639,10 +639,10 @@ class VectorNetwork(Model):
         """Code size: non-zero first-layer code entries per sample at prediction (``test_lam``),
         ``(N,)`` long, for inputs ``x`` ``(N, *x_shape)``."""
         self.require_built()
-        xf, mf = self._flat(x), self._flat(x_mask)
+        xf, mf = self.flatten(x), self.flatten(x_mask)
         out = []
-        with self._test_lams():
-            for start in range(0, xf.shape[0], 1024):
-                inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024])
-                out.append((inf.codes[0] != 0).sum(-1))
+        for start in range(0, xf.shape[0], 1024):
+            inf = self.infer(xf[start : start + 1024], x_mask=None if mf is None else mf[start : start + 1024],
+                             phase="predict")
+            out.append((inf.codes[0] != 0).sum(-1))
         return torch.cat(out)

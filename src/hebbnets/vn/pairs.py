@@ -45,7 +45,7 @@ from .._model import DataSpec, Model
 from .._split import Split
 from .._validation import check_choice, check_int
 from ..models import register
-from ._fit import fit_local
+from ._fit import LocalFitConfig, fit_local
 from .fista import FistaResult, fista, kkt_violation
 from .matrix import NORM_POLICIES, MatrixAtomLayer, _top_eigenvalue, check_sparse_code_fields
 
@@ -268,8 +268,8 @@ class PairAtomLayer(nn.Module):
 
 # -- the registered model ----------------------------------------------------------------------
 @dataclass
-class PairVNConfig:
-    """Configuration of ``PairVN`` (``"vn_pairs"``).
+class PairVNConfig(LocalFitConfig):
+    """Configuration of ``PairVN`` (``"vn_pairs"``; the shared fields: ``LocalFitConfig``).
 
     Attributes:
         atoms_a, atoms_b: ``Ka`` and ``Kb`` per-factor codes (``Ka * Kb`` pair atoms).
@@ -297,8 +297,6 @@ class PairVNConfig:
     atoms_a: int = 28
     atoms_b: int = 28
     input_split: int = 0
-    lam: float = 0.05
-    test_lam: float | None = None
     beta: float = 0.1
     topk: int = 1
     test_topk: int | None = 0
@@ -309,14 +307,10 @@ class PairVNConfig:
     rho_out: float = 10.0
     norm_policy: str = "unit"
     reseed_after: int = 10
-    epochs: int = 20
     batch_size: int = 32
-    val_fraction: float = 0.1
-    patience: int = 5
-    progress: bool = True
-    dtype: str = "float32"
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_sparse_code_fields(self, atoms=("atoms_a", "atoms_b"), rates=("rho_in", "rho_out"))
         check_int(self.input_split, "input_split", minimum=0)
         check_int(self.reseed_after, "reseed_after", minimum=0)
@@ -376,7 +370,7 @@ class PairVN(Model):
     def codes(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Codes at prediction (input clamped alone, ``test_lam``, ``test_topk``): ``(N, Ka, Kb)``."""
         cfg = self.config
-        lam = cfg.lam if cfg.test_lam is None else cfg.test_lam
+        lam = cfg.lam_for("predict")
         topk = cfg.topk if cfg.test_topk is None else cfg.test_topk
         out = []
         for start in range(0, x.shape[0], 1024):

@@ -1,6 +1,10 @@
-"""The one-page scorecard, ``reports/README.md``: every claim the project checks, with its verdict,
-effect and interval, what it was compared with, the seeds and a link to the report; a "when to
-use what" table from the same verdicts; one figure of every ratio a VN claim rests on.
+"""The one-page scorecard, ``reports/README.md``, and its companion ``reports/claims.md``.
+
+``README.md`` fits one screen: per report how many claims hold; "when to use what" from the same
+verdicts; one figure of every ratio a VN claim rests on; then every claim, grouped into its family
+(the same statement checked on several benches or tasks: one row, one cell per bench or task with
+its verdict and effect). ``claims.md`` has one row per claim with everything behind it: the effect
+with its interval and p-value, what it was compared with, the seeds, and a link to the report.
 
 Built from the project specs' ``Verdicts`` sections and their records alone, so it can never
 say something the reports do not (``hebbnets report all`` and ``hebbnets report scorecard``).
@@ -8,6 +12,7 @@ say something the reports do not (``hebbnets report all`` and ``hebbnets report 
 from __future__ import annotations
 
 import math
+import re
 from pathlib import Path
 
 from .._spec import Spec
@@ -98,19 +103,89 @@ def _summary(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
     return lines + [""]
 
 
+#: the scorecard's second page: one row per claim with its interval, comparison, seeds and link
+CLAIMS_PAGE = "claims.md"
+
+#: a trailing parenthetical names a claim's bench or task: "Sparser activity ... (tree, N = 1,024)"
+_TRAILING_TOPIC = re.compile(r"^(?P<family>.+?) \((?P<topic>[^()]+)\)$")
+
+
+def family_and_topic(claim: Claim) -> tuple[str, str]:
+    """The family a claim belongs to (the statement shared by every bench or task it is checked
+    on) and its topic (the bench or task): from the key ``"topic: family"`` when it has one, else
+    from a trailing parenthetical of the statement, else the whole statement with no topic.
+
+    >>> family_and_topic(Claim("x", print, key="spatial2d_decode: VN's ID parity"))
+    ("VN's ID parity", 'spatial2d_decode')
+    """
+    if claim.key and ": " in claim.key:
+        topic, family = claim.key.split(": ", 1)
+        return family, topic
+    m = _TRAILING_TOPIC.match(claim.statement)
+    if m:
+        return m["family"], m["topic"]
+    return claim.statement, ""
+
+
+def _short_effect(effect: str) -> str:
+    """The effect and its interval without the p-value (the claims page keeps it)."""
+    return re.sub(r", p [0-9.e+-]+", "", effect)
+
+
+def _families(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
+    """Every claim in one table row per family: each bench or task with its verdict and effect."""
+    groups: dict[tuple[str, str], list[tuple[str, Verdict]]] = {}
+    for spec, _, claim, v in rows:
+        family, topic = family_and_topic(claim)
+        groups.setdefault((spec.name, family), []).append((topic, v))
+    lines = ["## Every claim, by family", "",
+             f"One row per claim checked on several benches or tasks; per bench or task its verdict and effect "
+             f"[95 % CI]. The p-values, comparisons and seeds of each claim: [{CLAIMS_PAGE}]({CLAIMS_PAGE}).", "",
+             "| report | claim | per bench or task: verdict, effect |", "|---|---|---|"]
+    for (name, family), members in groups.items():
+        cells = []
+        for topic, v in members:
+            effect = _short_effect(v.effect)
+            cells.append(" ".join(t for t in (f"{topic}:" if topic else "", f"**{v.word}**", effect) if t))
+        lines.append("| " + " | ".join(table_cell(t) for t in (
+            f"[{name}]({CLAIMS_PAGE}#{_anchor(name)})", family, "; ".join(cells))) + " |")
+    return lines + [""]
+
+
+def _claims_page(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
+    """``claims.md``: every claim, one row each, with everything the scorecard shortens."""
+    lines = ["# Every claim, with its interval, test, comparison and seeds", "",
+             "<!-- written by `hebbnets report scorecard` (and `hebbnets report all`) from records/*.jsonl; edit the "
+             "specs (hebbnets/experiments/specs), not this file -->", "",
+             "The scorecard's second page ([README.md](README.md)). Effect: the ratio of mean errors (test splits, mean "
+             "over seeds); in brackets the 95 % interval of the geometric-mean ratio (Welch's t on log errors over "
+             "seeds) and its p-value. Caveats and the numbers behind each line: the linked report.", ""]
+    for name in dict.fromkeys(spec.name for spec, *_ in rows):
+        lines += [f"## {name}", "", "| claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|"]
+        for spec, section, claim, v in rows:
+            if spec.name != name:
+                continue
+            link = f"[{claim.key or claim.statement}]({report_pages(spec)[0]}#{_anchor(section.title)})"
+            lines.append("| " + " | ".join(table_cell(t) for t in (
+                link, f"**{v.word}**", v.effect or "—", v.against or "—", v.seeds or "—")) + " |")
+        lines.append("")
+    return lines
+
+
 def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str | Path, *, figures: bool = True,
                     configs_dir: Path | None = None) -> Path:
-    """Write ``out/README.md`` (and ``out/scorecard.png`` with ``figures``) from the records of
-    ``specs``; returns the page's path. Deterministic in the records."""
+    """Write ``out/README.md`` and ``out/claims.md`` (and ``out/scorecard.png`` with
+    ``figures``) from the records of ``specs``; returns the README's path. Deterministic in the
+    records."""
     out = Path(out)
     rows = collect(specs, Path(records_dir), configs_dir)
     lines = ["# Scorecard: what the measurements support", "",
              "<!-- written by `hebbnets report scorecard` (and `hebbnets report all`) from records/*.jsonl; edit the "
              "specs (hebbnets/experiments/specs), not this file -->", "",
-             "Every claim the project checks, one line each, generated from the committed records. Effect: the ratio "
-             "of mean errors (test splits, mean over seeds); in brackets the 95 % interval of the geometric-mean "
-             "ratio (Welch's t on log errors over seeds) and its p-value. Details, caveats and the numbers behind "
-             "each line: the linked report.", ""]
+             "Every claim the project checks, generated from the committed records. Effect: the ratio of mean errors "
+             "(test splits, mean over seeds) with the 95 % interval of the geometric-mean ratio (Welch's t on log "
+             f"errors over seeds). One row per claim, with p-values, comparisons, seeds and links: "
+             f"[{CLAIMS_PAGE}]({CLAIMS_PAGE}).", ""]
     lines += _summary(rows) + _when_to_use(rows)
     points = [p for _, _, _, v in rows for p in v.points]
     if figures and points:
@@ -120,15 +195,8 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
                   "*Error / the best baseline's error of every VN reading a claim rests on, per bench and split "
                   "(bars: the ratio of the means; dots: each seed's error over the baseline's mean), with the paper's "
                   "bands: ID parity within 1.25x, OOD about 10x lower (at most 0.2x).*", ""]
-    lines += ["## Every claim", "",
-              "| report | claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|---|"]
-    for spec, section, claim, v in rows:
-        page = report_pages(spec)[0]
-        link = f"[{spec.name}]({page}#{_anchor(section.title)})"
-        lines.append("| " + " | ".join(table_cell(t) for t in (
-            link, claim.key or claim.statement, f"**{v.word}**", v.effect or "—", v.against or "—",
-            v.seeds or "—")) + " |")
-    lines.append("")
+    lines += _families(rows)
+    write_page(out / CLAIMS_PAGE, _claims_page(rows))
     return write_page(out / "README.md", lines)
 
 

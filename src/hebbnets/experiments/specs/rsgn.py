@@ -1,14 +1,13 @@
 """``rsgn``: the RSGN paper's claims, checked (reports/rsgn.md and its pages).
 
-The author's dense model (``rsgn_parity``) and the paper's baselines under the author's protocol and
-split; trivial classifiers; the sparse model's accuracy against its measured activity on an honest
-70/15/15 split and on two tasks no linear bag of tokens solves (``rsgn_sparse``); slow-rule
-ablations (``rsgn_rules``); sequence models (``rsgn_tasks``); the sparse model at the author's budget,
-routing designs and per-step gradient flow (``rsgn_routing``); cost (``rsgn_cost``). Prose and claim
-checks: ``reporting/narration_rsgn*.py``; figures ``reporting/figures.py``; background ``docs/rsgn.md``.
-Labels: ``MODEL-eN`` = N epochs under the author's protocol; ``nN`` = sparse RSGN with N nodes at its
-defaults (target 1.5 %, cap 10 %, selection at validation activity <= 2 %); ``-targetX`` = another
-target; ``-nohebb`` / ``-noprune`` / ``-steps1`` / ``-DESIGN`` = one rule, setting or design changed.
+The author's dense model (``rsgn_parity``) and the paper's baselines under the author's protocol and split; trivial
+classifiers; the sparse model's accuracy against its measured activity on an honest 70/15/15 split and on two tasks no
+linear bag of tokens solves (``rsgn_sparse``); slow-rule ablations (``rsgn_rules``); sequence models (``rsgn_tasks``);
+the sparse model at the author's budget, routing designs and per-step gradient flow (``rsgn_routing``); cost
+(``rsgn_cost``). Prose and claim checks: ``reporting/narration_rsgn*.py``; figures ``reporting/figures.py``; background
+``docs/rsgn.md``. Labels: ``MODEL-eN`` = N epochs under the author's protocol; ``nN`` = sparse RSGN with N nodes at its
+defaults (target 1.5 %, cap 10 %, selection at validation activity <= 2 %); ``-targetX`` = another target; ``-nohebb``
+/ ``-noprune`` / ``-steps1`` / ``-DESIGN`` = one rule, setting or design changed.
 """
 from __future__ import annotations
 
@@ -26,8 +25,8 @@ HONEST = {"split": "honest"}
 # the own tasks are also drawn once (data seed 0), so seeds vary the models only
 FIXED = 0
 SEEDS = (0, 1, 2)
-# smoke: a few hundred samples, tiny graphs, one epoch, one seed
 _SMOKE_NODES = {"rsgn_parity": {"n_nodes": 32}, "rsgn": {"n_nodes": 32}}
+# smoke: a few hundred samples, tiny graphs, one epoch, one seed
 SMOKE_AUTHOR = Scale(params={"n_samples": 240}, config={"*": {"epochs": 1}, **_SMOKE_NODES})
 SMOKE_OWN = Scale(params={"n_train": 120, "n_test": 40}, config={"*": {"epochs": 1}, **_SMOKE_NODES})
 #: accuracy the paper reports (best validation accuracy over 50 epochs, 3 runs; docs/rsgn.md)
@@ -39,7 +38,6 @@ SHORT = {"rsgn_hierarchical": "hierarchical", "rsgn_longrange": "long-range", "r
 #: tree: every sample is the same bag of tokens; xor-range: equal class means, an order-free model can solve it
 NEEDS = {"rsgn_tree": "needs token order", "rsgn_xor_range": "needs a nonlinear combination of both ends"}
 CHANCE = {"rsgn_hierarchical": 1 / 20, "rsgn_longrange": 1 / 10, "rsgn_tree": 1 / 12, "rsgn_xor_range": 1 / 4}
-
 
 # == 1. the author's protocol ======================================================================
 def _protocol_runs(models_epochs: list[tuple[str, int]]) -> tuple[Any, ...]:
@@ -227,16 +225,18 @@ _at = "N = {:,}".format
 
 CLAIMS = (
     *(Claim(f"RSGN's reported {SHORT[b.task]} accuracy ({PAPER[b.task]['rsgn_parity']} %) is reproduced with the "
-            "author's code, data and protocol", R.parity_claim(b.name)) for b in (PAPER_HIER, PAPER_LONG)),
+            "author's code, data and protocol", R.parity_claim(b.name), key=f"{SHORT[b.task]}: RSGN's reported "
+            "accuracy is reproduced with the author's code, data and protocol") for b in (PAPER_HIER, PAPER_LONG)),
     Claim("1–2 % of nodes are active in the author's model", R.parity_activity_claim),
     Claim(f"Default sparse RSGN runs at <= 2 % measured activity before any cap on both paper tasks "
           f"(N >= {N_SMALL:,})", R.activity_claim),
     *(Claim(f"Sparser activity gives higher accuracy ({SHORT[b.task]}, {_at(n)})", R.curve_claim(b.name, n))
       for b in SPARSE for n in (N_SMALL, N_LARGE)),
-    *(Claim(f"Sparse RSGN beats the best trivial classifier on {SHORT[b.task]} (held-out test set)",
-            R.trivial_claim(b.name)) for b in SPARSE),
-    *(Claim(f"Sparse RSGN with positions learns {SHORT[seq.task]} ({NEEDS[seq.task]})",
-            R.order_claim(seq.name, sp.name)) for seq, sp in ((TREE, SPARSE_TREE), (XOR, SPARSE_XOR))),
+    *(Claim(f"Sparse RSGN beats the best trivial classifier on {SHORT[b.task]} (held-out test set)", R.trivial_claim(
+        b.name), key=f"{SHORT[b.task]}: Sparse RSGN beats the best trivial classifier (held-out test set)") for b in SPARSE),
+    *(Claim(f"Sparse RSGN with positions learns {SHORT[seq.task]} ({NEEDS[seq.task]})", R.order_claim(seq.name, sp.name),
+            key=f"{SHORT[seq.task]}: Sparse RSGN with positions learns a task that needs the tokens' order")
+      for seq, sp in ((TREE, SPARSE_TREE), (XOR, SPARSE_XOR))),
     *(Claim(f"{what} accuracy ({SHORT[b.task]}, {_at(N_SMALL)})", R.rule_claim(b.name, sfx))
       for sfx, what in (("-nohebb", "The Hebbian rule improves"), ("-noprune", "Pruning and sprouting improve"))
       for b in PAPER_TASKS),

@@ -25,7 +25,7 @@ COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 1
                   title="torch.compile against eager")
 WARM_START = Measure("vn_warm_start", "vn_warm_start", {"task": "toy_atoms"},
                      scales={"smoke": {"params": {"n_train": 64, "n_test": 16}}}, title="VN warm starts across epochs")
-# issue 31 part 5: the chosen vn of a paper benchmark (functions1d masked: about 4 min a fit on one core)
+# the chosen vn of a paper benchmark (functions1d masked)
 WARM_START_F1D = Measure("vn_warm_start_functions1d", "vn_warm_start", {"task": "functions1d", "params": {"mode": "masked"}},
                          scales={"smoke": {"params": {"mode": "masked", "n_train": 48, "n_test": 12, "length": 16}}},
                          title="VN warm starts across epochs (functions1d masked)")

@@ -132,7 +132,7 @@ def _spatial(mode: str, vn: Moves, extra: tuple, extra_tuning: dict[str, Moves],
             # factorized: the answer's structure built in (a product of x and y profiles): exact by construction
             *S_BASELINES,
             "zeros",  # reference: the empty image
-            # reference (issue 29): each image's own best rank-1 approximation, no learning; a bump is rank 1
+            # reference: each image's own best rank-1 approximation, no learning; a bump is rank 1
             *((variant("svd_image-r1", "svd_image", rank=1),) if mode == "reconstruct" else ()),
         ),
         options={"statistics": ["error_map", "atoms"]},
@@ -173,7 +173,7 @@ SPATIAL_RECONSTRUCT = _spatial(
     # training at lam / (1 + beta) while predicting at lam (not a repeat of a lam move). The costlier
     # moves (more factors, the FISTA budget) come last, so an accepted one slows no later point
     # the implicit control (FISTA kept, the factors by gradients through the solution) runs unsearched at the
-    # first point of its planned lam x lr grid: 18.5 min a fit here, so the 9 points needed about 3 h
+    # first point of its planned lam x lr grid (its fit times: the readings page)
     {"matrix_code_ff": _ff_control(36),
      "vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.02, nonneg=True, **_IMG),
                         moves=({"atoms_u": 20, "atoms_s": 20}, {"lam": 0.01}, {"lam": 0.05}, {"beta": 1.0}, _rates(1.0),
@@ -213,7 +213,7 @@ MNIST_RECONSTRUCT = Bench(
         "conv_ae",
         "vae",
         "mlp",
-        # the field's simplest code (issue 29): PCA fitted on the training digits, at the `vn` row's measured
+        # the field's simplest code: PCA fitted on the training digits, at the `vn` row's measured
         # active code size (418 of its 1,024 atoms per digit on id: the diagnostics page) and at the
         # autoencoders' latent size; no hyper-parameter beyond the component count, which the rule sets
         variant("pca-418", "pca", n_components=418),

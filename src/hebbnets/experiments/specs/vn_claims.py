@@ -37,7 +37,7 @@ _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "v
 # EWC strengths (lambda, on the scale of the MSE training loss), a sweep over decades: none can be
 # chosen on the first stage (100 and 10,000 were the first round's; 1 and 1e6 close the curve)
 EWC = (1.0, 100.0, 10000.0, 1000000.0)
-# the field's references beside EWC (issue 29): a replay buffer of 10 % of stage 1's training samples,
+# the field's references beside EWC: a replay buffer of 10 % of stage 1's training samples,
 # and joint training on both stages at once (no forgetting by construction; never a continual row)
 REPLAY_FRACTION = 0.1
 
