@@ -383,3 +383,55 @@ def test_masked_lasso_working_set_form_solves_the_shared_gram_problem():
         masked_lasso(terms, lam, topk=2, form="working_set")
     with pytest.raises(ValueError, match="^g0:"):
         masked_lasso(terms, lam, g0=torch.zeros(B, K + 1, dtype=torch.float64))
+
+
+# -- the fused loop (torch.compile'd element-wise kernels) against the eager loop -----------------
+@pytest.mark.parametrize("monotone", [True, False])
+@pytest.mark.parametrize("nonneg", [False, True])
+def test_fused_loop_reaches_the_eager_loops_iterates_and_objective(monotone, nonneg):
+    from hebbnets.vn.fista import fista, largest_eigenvalue, lasso_optimality_residual
+
+    gen = torch.Generator().manual_seed(3)
+    D = torch.randn(60, 12, generator=gen, dtype=torch.float64)  # well conditioned: converges in a few hundred
+    G, b = D.T @ D, torch.randn(7, 60, generator=gen, dtype=torch.float64) @ D
+    lip = largest_eigenvalue(G)
+    kw = dict(max_iter=3000, tol=1e-8, nonneg=nonneg, monotone=monotone)  # well above float64 noise
+    eager = fista(lambda v: v @ G, b, 0.5, lip, **kw)
+    fused = fista(lambda v: v @ G, b, 0.5, lip, fused=True, **kw)
+    assert fused.converged and eager.converged and abs(fused.iterations - eager.iterations) <= 3
+    # the same iteration up to rounding (the kernels sum in another order): equal objective
+    torch.testing.assert_close(fused.objective, eager.objective, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fused.codes, eager.codes, rtol=0, atol=1e-6)
+    assert bool((fused.codes == 0).any())  # exact zeros survive the fused prox
+    if not nonneg:
+        assert float(lasso_optimality_residual(G, b, fused.codes, 0.5).max()) < 1e-5  # |b| ~ 10: tol 1e-8 relative
+
+
+def test_fused_loop_on_matrix_codes_with_per_sample_lipschitz_and_a_warm_start():
+    from hebbnets.vn.fista import fista
+
+    gen = torch.Generator().manual_seed(4)
+    U, S = torch.randn(6, 4, generator=gen, dtype=torch.float64), torch.randn(5, 3, generator=gen, dtype=torch.float64)
+    A, C = U.T @ U, S.T @ S
+    scale = torch.tensor([1.0, 2.0], dtype=torch.float64)[:, None, None]
+    hessian = lambda v: scale * (A @ v @ C)  # noqa: E731  (B, 4, 3) matrix codes, a Hessian per sample
+    b = torch.randn(2, 4, 3, generator=gen, dtype=torch.float64)
+    lip = scale.flatten() * torch.linalg.eigvalsh(A)[-1] * torch.linalg.eigvalsh(C)[-1]
+    g0 = torch.randn(2, 4, 3, generator=gen, dtype=torch.float64)
+    eager = fista(hessian, b, 0.3, lip, g0=g0, max_iter=300, tol=1e-12)
+    fused = fista(hessian, b, 0.3, lip, g0=g0, max_iter=300, tol=1e-12, fused=True)
+    assert fused.codes.shape == (2, 4, 3)
+    torch.testing.assert_close(fused.objective, eager.objective, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(fused.codes, eager.codes, rtol=0, atol=1e-6)
+
+
+def test_fused_loop_refuses_what_it_does_not_do():
+    from hebbnets.vn.fista import fista
+
+    G, b = torch.eye(3), torch.ones(2, 3)
+    with pytest.raises(ValueError, match="fused"):
+        fista(lambda v: v @ G, b, 0.1, 1.0, fused=True, topk=1)
+    with pytest.raises(ValueError, match="fused"):
+        fista(lambda v: v @ G, b, 0.1, 1.0, fused=True, record_history=True)
+    with pytest.raises(ValueError, match="fused"):
+        fista(lambda v: v @ G, b, 0.1, 1.0, fused="yes")
