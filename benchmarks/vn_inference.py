@@ -4,7 +4,7 @@ FISTA loop's share of this machine's matmul rate, the working-set solver, a mask
 (per-sample masks: the per-sample Gram form against the factor form), and the matrix-atom
 layer's factorised Gram product against the vector layer's explicit Kronecker Gram matrix on the
 same flattened problem at equal objective (target: faster). The measurements are
-``hebbnets.bench.speed.vn_inference`` and ``vn_matrix_inference``; ``hebbnets reproduce speed``
+``hebbnets.measures.speed.vn_inference`` and ``vn_matrix_inference``; ``hebbnets reproduce speed``
 records them and writes ``reports/speed.md``. The output is the tables alone (scikit-learn's
 convergence warnings are silenced: its objective is the target, wherever it stopped).
 
@@ -13,7 +13,7 @@ convergence warnings are silenced: its objective is the target, wherever it stop
 """
 import argparse
 
-from hebbnets.bench.speed import format_vn_inference, vn_inference
+from hebbnets.measures.speed import format_vn_inference, vn_inference
 from hebbnets.vn import matrix_inference_speed
 
 if __name__ == "__main__":

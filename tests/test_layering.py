@@ -31,3 +31,28 @@ def test_the_contracts_would_catch_an_upward_import(tmp_path, monkeypatch, capsy
     code = lint.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True)
     assert code == 1
     assert "hebbnets._model -> hebbnets.experiments" in capsys.readouterr().out
+
+
+def test_no_import_circle_among_the_packages():
+    """No two top-level packages or modules of hebbnets import each other, directly or through
+    others (a package spanning two layers, as ``bench`` did with its measurements, makes one)."""
+    import grimp
+
+    graph = grimp.build_graph("hebbnets", exclude_type_checking_imports=True)
+    top = lambda module: ".".join(module.split(".")[:2])  # noqa: E731
+    edges: dict[str, set[str]] = {}
+    for module in graph.modules:
+        for imported in graph.find_modules_directly_imported_by(module):
+            if top(module) != top(imported):
+                edges.setdefault(top(module), set()).add(top(imported))
+
+    def reachable(start: str) -> set[str]:
+        seen, stack = set(), [start]
+        while stack:
+            for nxt in edges.get(stack.pop(), ()):
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+        return seen
+
+    assert sorted(p for p in edges if p in reachable(p)) == []

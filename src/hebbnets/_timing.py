@@ -1,4 +1,4 @@
-"""Timing helpers every measurement uses (the speed benchmarks in ``hebbnets.bench.speed``, the
+"""Timing helpers every measurement uses (the speed benchmarks in ``hebbnets.measures.speed``, the
 models' own cost measurements in ``vn/_speed.py`` and ``rsgn/_speed.py``). Standard library and
 torch only, so any layer may time itself without importing the tooling that reports the times."""
 from __future__ import annotations

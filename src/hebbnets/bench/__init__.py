@@ -3,7 +3,7 @@ table maths (``summarize``, ratios), validation-only tuning (``tune``), speed me
 (``speed``), and the ``hebbnets run`` / ``merge`` subcommands (``cli_run``)."""
 from .io import merge_entries, write_csv
 from .runner import plan, run
-from .summary import format_table, ood_id_ratios, relative_to_best_baseline, sample_std, summarize
+from ..measures.summary import format_table, ood_id_ratios, relative_to_best_baseline, sample_std, summarize
 from .tune import grid_points, tune, validation_split
 
 __all__ = [

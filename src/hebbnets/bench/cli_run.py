@@ -107,7 +107,7 @@ def handle_run(args: argparse.Namespace) -> int:
     from ..experiments import RecordStore, execute, flat_records
     from .io import write_csv
     from .runner import plan
-    from .summary import format_table, summarize
+    from ..measures.summary import format_table, summarize
 
     try:
         models = [m.strip() for m in args.models.split(",") if m.strip()]
@@ -150,7 +150,7 @@ def handle_merge(args: argparse.Namespace) -> int:
     """Merge the stores named in ``args``; returns the process exit code."""
     from ..experiments import RecordStore, flat_records
     from .io import merge_entries, write_csv
-    from .summary import format_table, summarize
+    from ..measures.summary import format_table, summarize
 
     try:
         output = Path(args.output)

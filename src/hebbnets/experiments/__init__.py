@@ -15,7 +15,7 @@ from ._protocols import (DEFAULT_STATISTICS, FitContext, FitHook, decode_images,
 from .reporting import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Section, Text, TuningTable, build_report,
                       capped_fits, figure_kinds, fmt, fmt_pct, ood_id_ratio, ratio_to_best, register_figure,
                       unrun_line)
-from ..bench.speed import loglog_slope
+from ..measures.speed import loglog_slope
 from ._reproduce import STAGES, parse_stages, report, reproduce, store_for, tune_bench
 from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spec, run_job
 from ._spec import (DEFAULT_SCALES, SCALES, Bench, Grid, Measure, Moves, Scale, Spec, Variant, get_spec,

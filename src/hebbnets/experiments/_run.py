@@ -165,7 +165,7 @@ def plan_bench(spec_name: str | None, bench: Bench, scale: str, *, seeds: Iterab
 
 
 def plan_measure(spec_name: str | None, measure: Measure, scale: str) -> list[Job]:
-    from ..bench.speed import get_measurement
+    from ..measures.speed import get_measurement
 
     get_measurement(measure.function)  # unknown name: an error before anything runs
     params = jsonable(measure.at(scale))
@@ -211,7 +211,7 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
         set_threads(int(payload["threads"]))  # what every fit and prediction of the job runs with
     t0 = time.perf_counter()
     if payload["kind"] == "measure":
-        from ..bench.speed import get_measurement, machine
+        from ..measures.speed import get_measurement, machine
 
         rows = get_measurement(payload["function"])(**payload["params"])
         return {"kind": "measure", "function": payload["function"], "params": payload["params"],

@@ -303,7 +303,7 @@ class Bench:
 @dataclass(frozen=True)
 class Measure:
     """A measurement that is not a fit (speed, scaling): ``function`` names a registered
-    measurement (``hebbnets.bench.speed.register_measurement``) called with ``params``, over
+    measurement (``hebbnets.measures.speed.register_measurement``) called with ``params``, over
     which ``scales[scale]`` is applied. It returns a list of row dicts."""
 
     name: str

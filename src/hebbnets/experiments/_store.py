@@ -89,7 +89,7 @@ def fit_key(task: str, task_params: dict[str, Any], model: str, config: dict[str
 
 
 def measure_key(function: str, params: dict[str, Any]) -> str:
-    """Key of one measurement (``hebbnets.bench.speed``): the function name and its parameters."""
+    """Key of one measurement (``hebbnets.measures.speed``): the function name and its parameters."""
     return _digest(["measure", function, params])
 
 

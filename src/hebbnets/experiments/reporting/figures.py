@@ -20,8 +20,8 @@ from typing import Any
 
 import numpy as np
 
-from ...bench.speed import loglog_slope
-from ...bench.summary import to_error
+from ...measures.speed import loglog_slope
+from ...measures.summary import to_error
 from .._protocols import decode_images
 from .sections import ReportContext, register_figure
 
@@ -416,7 +416,7 @@ def ratio_bars(points: list[Any]) -> Any:
 # stats["entanglement"]; helpers in narration_vn_claims)
 @register_figure("forgetting_bars")
 def forgetting_bars(ctx: ReportContext, benches: tuple[str, ...]) -> Any:
-    from ...bench.summary import sample_std
+    from ...measures.summary import sample_std
     from . import narration_vn_claims as N
     panels = [(b, [lab for lab in ctx.labels(b) if N.vals(ctx, b, lab, "id_stage1", "forgetting_ratio")]) for b in benches]
     panels = [(b, labs) for b, labs in panels if labs]

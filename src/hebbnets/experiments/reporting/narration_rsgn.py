@@ -13,7 +13,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ...bench.summary import sample_std
+from ...measures.summary import sample_std
 from ...rsgn import _speed
 from .queries import seeds_text, table
 from .sections import Cell, ReportContext, Verdict, fmt

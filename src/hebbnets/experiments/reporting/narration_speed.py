@@ -236,7 +236,7 @@ def _anchor_sizes(e: dict[str, Any]) -> list[tuple[int, int, int]]:
 
 def anchors_section(ctx: ReportContext) -> list[str]:
     """``lasso_anchors``: per size, every solver's time to reach each target suboptimality."""
-    from ...bench.speed import time_to_suboptimality
+    from ...measures.speed import time_to_suboptimality
 
     e = ctx.measure("lasso_anchors")
     if e is None:
@@ -261,7 +261,7 @@ def anchors_claim(size: tuple[int, int, int], target: float = 1e-5, goal: float 
     """hebbnets' fastest batched solver at least ``goal`` times faster than the fastest anchor to
     a largest suboptimality of ``target``, at ``size``."""
     def check(ctx: ReportContext) -> Verdict:
-        from ...bench.speed import time_to_suboptimality
+        from ...measures.speed import time_to_suboptimality
 
         e = ctx.measure("lasso_anchors")
         rows = [] if e is None else [r for r in e["rows"] if (r["B"], r["K"], r["n"]) == tuple(size)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from ...bench.summary import sample_std
+from ...measures.summary import sample_std
 from .queries import ratio_effect, seeds_text
 from .sections import Cell, ReportContext, Verdict, fmt, report_pages, unrun_line
 

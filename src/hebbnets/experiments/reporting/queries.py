@@ -10,7 +10,7 @@ import math
 import statistics
 from typing import Any, Iterable, Sequence
 
-from ...bench.summary import sample_std, to_error
+from ...measures.summary import sample_std, to_error
 from .sections import Cell, Point, ReportContext, fmt
 
 

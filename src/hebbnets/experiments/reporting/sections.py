@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from ..._registry import Registry
-from ...bench.summary import sample_std, to_error
+from ...measures.summary import sample_std, to_error
 from .._spec import Spec
 from .._store import RecordStore
 
