@@ -1,5 +1,7 @@
-"""The sparse RSGN's fast paths against their references: the one-matmul nearest spark and the
-flat-buffer row lookup of a sparse step."""
+"""The sparse RSGN's fast paths against their references: the one-matmul nearest spark, the
+flat-buffer row lookup of a sparse step, the bounded nearest-spark search of ignition, and the
+sparse step's kept-states / non-zero inhibition / once-per-sender weights / fused messages."""
+import numpy as np
 import pytest
 import torch
 
@@ -116,3 +118,122 @@ def test_batched_receptive_field_equals_the_gathered_one():
     per = ign.idx.shape[0] // 5
     torch.testing.assert_close(m.receptive_field(ign.sparks, emb, b, p[i], per),
                                m.receptive_field(ign.sparks, emb, b, p[i]), rtol=1e-12, atol=1e-14)
+
+
+def _hyperbolic_data(seed, n_keys, n_queries, spread=0.5, offset=0.0):
+    g = torch.Generator().manual_seed(seed)
+    keys = G.to_ball(spread * torch.randn(n_keys, 3, generator=g, dtype=torch.float64) + offset)
+    q = G.to_ball(0.4 * torch.randn(n_queries, 3, generator=g, dtype=torch.float64))
+    return keys.numpy(), q.numpy()
+
+
+@pytest.mark.parametrize("seed,spread,offset,n_low,t_limit", [
+    (0, 0.5, 0.0, 40, 0.05), (1, 0.2, 0.3, 1, 0.01), (2, 1.5, 0.0, 300, 0.5),  # keys near the boundary too
+    (3, 0.3, -0.2, 2000, -float("inf")), (4, 0.3, 0.0, 17, 1e-9), (5, 0.1, 0.5, 64, 10.0),
+    (6, 0.3, 0.0, 100, -float("inf"))])
+def test_bounded_nearest_kdtree_keeps_what_ignition_reads(seed, spread, offset, n_low, t_limit):
+    keys, q = _hyperbolic_data(seed, 300, 2000, spread, offset)
+    t_ref, i_ref = G.nearest_kdtree(keys, q)
+    t, i = G.nearest_kdtree_bounded(keys, G.QueryGroups(q, size=16), n_low, t_limit)
+    exact = i >= 0
+    if seed in (0, 1, 4, 6):
+        assert exact.sum() < (0.1 if seed == 6 else 0.9) * len(q)  # the bounds leave queries out (not vacuous) ...
+    assert np.array_equal(t[exact], t_ref[exact]) and np.array_equal(i[exact], i_ref[exact])  # ... the rest exact
+    assert (t >= t_ref).all()  # an upper bound (or inf) elsewhere
+    # the n_low smallest, their t and their key, and every query's side of t_limit (in float32 too)
+    for dt in (np.float64, np.float32):
+        low_ref, low = np.argsort(t_ref.astype(dt), kind="stable")[:n_low], np.argsort(t.astype(dt), kind="stable")[:n_low]
+        assert np.array_equal(low_ref, low) and exact[low].all()
+        assert np.array_equal(t_ref.astype(dt) <= dt(t_limit), t.astype(dt) <= dt(t_limit))
+
+
+def test_query_groups_hold_every_query_once_and_measure_their_distance_to_the_centre():
+    _, q = _hyperbolic_data(0, 10, 1000)
+    grp = G.QueryGroups(q, size=32)
+    assert np.bincount(grp.group).max() == 32 and grp.centre.shape == (32, 3)  # ceil(1000 / 32) groups
+    np.testing.assert_allclose(grp.radius, np.linalg.norm(q - grp.centre[grp.group], axis=1))
+    np.testing.assert_allclose(grp.one_minus, 1 - (q * q).sum(1))
+    code_sorted = np.sort(grp.group)
+    assert np.array_equal(code_sorted, np.arange(1000) // 32)
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(floor=0.3, ignite_frac=0.3), dict(max_active_frac=0.03, ignite_frac=0.5)])
+def test_ignition_from_the_bounded_search_equals_the_full_search(cfg, monkeypatch):
+    m = _built(n_nodes=400, ignition="kdtree", **cfg)
+    tok = _tokens(m)
+    p = m.positions()
+    ign = m.ignite(tok, p)
+    with monkeypatch.context() as mp:  # the reference: every node's nearest spark
+        mp.setattr(RSGN, "ignition_search", lambda self, s, q, method=None: self.nearest_spark(s, q, "kdtree"))
+        ref = m.ignite(tok, p)
+    assert torch.equal(ign.idx, ref.idx) and torch.equal(ign.token, ref.token)
+    assert ign.pre_cap == ref.pre_cap and 0 < ign.pre_cap < 1
+    torch.testing.assert_close(ign.g, ref.g, rtol=0, atol=0)
+    t, arg = m.ignition_search(ign.sparks.detach(), p.detach())
+    if m.config.ignite_frac < 0.5:
+        assert bool((arg < 0).any())  # some nodes were left out by their bounds: not vacuous
+
+
+@pytest.mark.parametrize("cfg", [dict(), dict(max_active_frac=0.03), dict(readout="steps"), dict(readout="last"),
+                                 dict(floor=0.3, level_sign="code"), dict(floor=0.0), dict(inhibition=0.0),
+                                 dict(pool_sigma=0.7, token_injection=True), dict(surrogate=True),
+                                 dict(slow_grad=True)])
+def test_fast_sparse_step_equals_the_reference_step(cfg, monkeypatch):
+    m = _built(**cfg).train()
+    tok = _tokens(m)
+    params = [*m.transform.parameters(), *m.norm.parameters(), m.embed.weight, *m.spark.parameters(),
+              *m.head.parameters(), *(q for q in (m.pos, m.theta, m.affinity) if q.requires_grad)]
+    monkeypatch.setattr(M, "MESSAGE_CHUNK", 5)  # the fused messages in several chunks
+    outs = []
+    for fast in (True, False):
+        monkeypatch.setattr(M, "KEPT_STATES_ONLY", fast)
+        monkeypatch.setattr(M, "INHIBIT_ACTIVE_ONLY", fast)
+        monkeypatch.setattr(M, "SENDER_WEIGHTS_ONCE", fast)
+        o, trace = m.propagate(tok, "sparse")
+        loss = torch.nn.functional.cross_entropy(m.head(o), torch.arange(o.shape[0]) % 4)
+        outs.append((loss, o, trace, m._batch, dict(m.last_stats), torch.autograd.grad(loss, params)))
+    (l1, o1, t1, b1, s1, g1), (l2, o2, t2, b2, s2, g2) = outs
+    torch.testing.assert_close(l1, l2, rtol=1e-13, atol=1e-15)
+    torch.testing.assert_close(o1, o2, rtol=1e-13, atol=1e-15)
+    for a, b in zip(t1, t2):
+        assert torch.equal(a[0], b[0])
+        torch.testing.assert_close(a[1], b[1], rtol=1e-13, atol=1e-15)
+    assert torch.equal(b1["fired"], b2["fired"]) and s1 == s2
+    for a, b in zip(b1["coact"], b2["coact"]):
+        torch.testing.assert_close(a, b, rtol=1e-13, atol=1e-15)
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b, rtol=1e-11, atol=1e-13)
+    assert any(float(g.abs().sum()) > 0 for g in g1[:2])  # the transform gets gradients: not vacuous
+    assert sum(len(a[0]) for a in t1[1:]) > 0
+
+
+def test_inhibition_of_non_zeros_equals_inhibition_of_every_candidate(monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    n, k = 50, 5
+    nbr = torch.randint(0, n, (n, k), generator=g)
+    ids = torch.randperm(3 * n, generator=g)[:70].sort().values
+    alpha = torch.rand(70, generator=g, dtype=torch.float64)
+    alpha = (alpha * (alpha > 0.4)).requires_grad_()
+    outs = []
+    for fast in (True, False):
+        monkeypatch.setattr(M, "INHIBIT_ACTIVE_ONLY", fast)
+        out = M.inhibit_sparse(ids, alpha, nbr, 4.0, 0.4)
+        outs.append((out, torch.autograd.grad((out * torch.arange(70.0, dtype=torch.float64)).sum(), alpha)[0]))
+    torch.testing.assert_close(outs[0][0], outs[1][0], rtol=0, atol=0)
+    torch.testing.assert_close(outs[0][1], outs[1][1], rtol=1e-14, atol=1e-15)
+    assert 0 < int((outs[0][0] > 0).sum()) < int((alpha > 0).sum())  # the floor zeroes some: not vacuous
+
+
+def test_fused_messages_equal_the_gathered_products(monkeypatch):
+    monkeypatch.setattr(M, "MESSAGE_CHUNK", 7)  # several chunks, the last one short
+    g = torch.Generator().manual_seed(0)
+    h = torch.randn(9, 5, generator=g, dtype=torch.float64, requires_grad=True)
+    coef = torch.rand(40, generator=g, dtype=torch.float64, requires_grad=True)
+    row, to = torch.randint(0, 9, (40,), generator=g), torch.randint(0, 6, (40,), generator=g)
+    w = torch.randn(6, 5, generator=g, dtype=torch.float64)
+    fused = M._Messages.apply(coef, h, row, to, 6)
+    ref = torch.zeros(6, 5, dtype=torch.float64).index_add(0, to, coef[:, None] * h[row])
+    assert torch.equal(fused, ref)  # the same sums in the same order
+    for a, b in zip(torch.autograd.grad((fused * w).sum(), (coef, h)), torch.autograd.grad((ref * w).sum(), (coef, h))):
+        torch.testing.assert_close(a, b, rtol=1e-14, atol=1e-15)
+    torch.autograd.gradcheck(lambda c, x: M._Messages.apply(c, x, row, to, 6), (coef, h))

@@ -106,7 +106,8 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
     drift, pruning, sprouting and the kNN rebuild; ``"rsgn"`` only) and ``step_s`` = their sum with
     the structure step divided by ``structure_every`` (the steps between two of them; an epoch).
     ``build_s`` is the model's construction (for ``"rsgn"``: the initial kNN graph);
-    ``ignition_search_s`` the nearest-spark search of one batch (a part of ``forward_s``).
+    ``ignition_search_s`` the nearest-spark search of one batch as ignition runs it
+    (``RSGN.ignition_search``, a part of ``forward_s``).
     ``n_nodes`` sets the node count of the RSGN models and is recorded (unused) for baselines.
     ``calibrate_steps`` > 0 (``"rsgn"``): first run that many forward passes with the slow rules
     at the final temperature, so activity is measured near the homeostatic target rather than at
@@ -178,7 +179,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
         _, structure_s = _timed(lambda: m.structure_step(min_history=1))
         with torch.no_grad():  # the nearest-spark search inside ignition (part of forward_s)
             sparks = G.to_ball(m.spark(m._tokens(batches[0].x, None)))
-            _, ignition_s = _timed(lambda: m.nearest_spark(sparks, m.positions().detach()))
+            _, ignition_s = _timed(lambda: m.ignition_search(sparks, m.positions().detach()))
     step_s = sum(med.values()) + (0.0 if math.isnan(structure_s) else structure_s / structure_every)
     rec = {"benchmark": "rsgn_training_step", "model": model, "n_nodes": n_nodes, "seq_len": seq_len,
            "batch_size": batch_size, "n_features": n_features, "repeats": repeats, "seed": seed, "config": config,

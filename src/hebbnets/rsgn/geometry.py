@@ -289,7 +289,147 @@ def nearest_kdtree(keys: np.ndarray, queries: np.ndarray, workers: int = 1) -> t
     return t[:, 0], idx[:, 0]
 
 
+#: relative margin by which ``nearest_kdtree_bounded`` leaves out a query: far above float64
+#: rounding (~1e-16) and float32's half-ulp (~6e-8), so a left-out query's ``t`` stays strictly
+#: above the bound even after the caller rounds every ``t`` to float32
+_BOUND_MARGIN = 1e-6
+
+
+class QueryGroups:
+    """The queries of ``nearest_kdtree_bounded`` (the node positions, shared by every sample of a
+    batch): a KD-tree over them, and groups of ``size`` neighbours (queries sorted by a Morton
+    (z-order) code of their coordinates, cut into consecutive runs). Per query: its group, the
+    distance to the group's centre (the group's mean point) and ``1 - |q|^2``. The bounds it serves
+    hold for any grouping; compact groups only make them tight. ``q (M, d)`` float64."""
+
+    def __init__(self, q: np.ndarray, size: int = 32, bits: int = 10):
+        from scipy.spatial import cKDTree
+
+        m, d = q.shape
+        lo = q.min(0)
+        span = max(float((q.max(0) - lo).max()), 1e-300)
+        cell = np.minimum(((q - lo) / span * (2**bits)).astype(np.int64), 2**bits - 1)  # (M, d)
+        code = np.zeros(m, dtype=np.int64)
+        if d == 3 and bits <= 10:  # spread each coordinate's bits two apart (bit b -> bit 3 b), then interleave
+            for j in range(3):
+                x = cell[:, j]
+                x = (x | (x << 16)) & 0x030000FF
+                x = (x | (x << 8)) & 0x0300F00F
+                x = (x | (x << 4)) & 0x030C30C3
+                x = (x | (x << 2)) & 0x09249249
+                code |= x << j
+        else:
+            for b in range(bits):  # bit b of coordinate j -> bit b d + j
+                for j in range(d):
+                    code |= ((cell[:, j] >> b) & 1) << (b * d + j)
+        order = np.argsort(code, kind="stable")
+        self.group = np.empty(m, dtype=np.int64)
+        self.group[order] = np.arange(m) // size
+        n_groups = (m + size - 1) // size
+        count = np.bincount(self.group, minlength=n_groups).astype(np.float64)
+        self.centre = np.stack([np.bincount(self.group, q[:, j], n_groups) for j in range(d)], 1) / count[:, None]
+        self.radius = np.sqrt(((q - self.centre[self.group]) ** 2).sum(-1))  # (M,) distance to the centre
+        self.one_minus = 1.0 - (q * q).sum(-1)  # (M,)
+        self.q = q
+        self.tree = cKDTree(q, balanced_tree=False, compact_nodes=False)
+
+
+def _lowest_from_keys(keys: np.ndarray, groups: QueryGroups, n_low: int, workers: int
+                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The queries that may be among the ``n_low`` of smallest nearest-key ``t``, found from the
+    keys' side (each key's few Euclidean nearest queries bound the ``n_low``-th smallest ``t`` by ``cap``,
+    then each key's hyperbolic ball of that size): queries ``(C,)`` with their exact nearest-key
+    ``t`` and key (``nearest_kdtree``'s, ties to the smaller key). Every query left out has
+    ``t > cap``, and ``n_low`` queries have ``t <= cap / (1 + _BOUND_MARGIN)``."""
+    q, m, n_keys = groups.q, groups.q.shape[0], keys.shape[0]
+    kk = min(m, -(-n_low // n_keys) + 1)
+    while True:  # each key's kk Euclidean nearest queries: upper bounds of those queries' t
+        _, near = groups.tree.query(keys, [*range(1, kk + 1)], workers=workers)  # (K, kk)
+        tv = _t_np(q[near], keys[:, None, :])  # (K, kk)
+        best = np.full(m, np.inf)
+        np.minimum.at(best, near.reshape(-1), tv.reshape(-1))
+        found = np.isfinite(best)
+        if int(found.sum()) >= n_low or kk == m:
+            break
+        kk = min(m, 2 * kk)
+    cap = float(np.partition(best[found], n_low - 1)[n_low - 1]) * (1.0 + _BOUND_MARGIN)
+    # every (key, query) pair with t <= cap: a query with t <= cap has all its nearest keys among them
+    centre, radius = hyperbolic_ball(keys, np.full(n_keys, cap))
+    radius = radius * (1.0 + 1e-9) + 1e-12  # rounding slack: a superset is harmless
+    found = groups.tree.query_ball_point(centre, radius, workers=workers, return_sorted=False)
+    sizes = np.fromiter((len(f) for f in found), dtype=np.int64, count=n_keys)
+    cols = np.repeat(np.arange(n_keys), sizes)  # keys
+    rows = np.concatenate([np.asarray(f, dtype=np.int64) for f in found])  # queries
+    tv = _t_np(q[rows], keys[cols])  # the t _tree_knn ranks by, to the last bit
+    order = np.lexsort((cols, tv, rows))  # per query by (t, key)
+    rows, cols, tv = rows[order], cols[order], tv[order]
+    first = np.ones(len(rows), dtype=bool)
+    first[1:] = rows[1:] != rows[:-1]
+    rows, cols, tv = rows[first], cols[first], tv[first]
+    exact = tv <= cap  # then every nearest key of the query lies in the balls: exact
+    return rows[exact], tv[exact], cols[exact]
+
+
+def nearest_kdtree_bounded(keys: np.ndarray, groups: QueryGroups, n_low: int, t_limit: float = -np.inf,
+                           workers: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``nearest_kdtree(keys, groups.q)`` where it can matter, for a caller that only reads the
+    ``n_low`` queries of smallest ``t`` (their ``t`` and index) and which queries have
+    ``t <= t_limit``: returns ``(t (M,), index (M,))`` equal to ``nearest_kdtree``'s (the same
+    ``t`` formula, ties to the smaller key) for every query that could be among the ``n_low``
+    smallest or whose side of ``t_limit`` its bounds leave open; for every other query an upper
+    bound of its ``t`` with index -1 where the bound puts it at or below ``t_limit``, else ``inf``
+    and -1. Every query not returned exactly has a true ``t`` above the ``n_low``-th smallest by a
+    relative ``_BOUND_MARGIN``, so the ``n_low`` smallest and the side of ``t_limit`` of every
+    query are those of ``nearest_kdtree`` (after rounding to float32 too; tested).
+
+    The ``n_low`` smallest come from the keys' side (``_lowest_from_keys``: a key's hyperbolic
+    ball holds the few queries nearest to it). The side of ``t_limit``, per query ``q`` in group
+    ``g`` (centre ``c_g``, ``r_q = |q - c_g|``), with ``s_g`` the Euclidean nearest key of ``c_g``
+    at distance ``e_g``: ``t <= t(q, s_g)`` (a real pair) and
+    ``t >= max(e_g - r_q, 0)^2 / ((1 - |q|^2)(1 - min_s |s|^2))`` (every key is at least
+    ``e_g - r_q`` from ``q``, and ``1 - |s|^2 <= 1 - min |s|^2``); the queries these bounds leave
+    on both sides of ``t_limit`` count the keys in their hyperbolic ball of ``t_limit`` shrunk and
+    grown by the margin, and only those still open (``t`` within the margin of ``t_limit``) are
+    searched one by one. Tree work: one query per group, per key and per open query, instead of
+    one nearest-key search per query."""
+    from scipy.spatial import cKDTree
+
+    q, m = groups.q, groups.q.shape[0]
+    if not 1 <= n_low <= m:
+        raise ValueError(f"n_low: need 1 <= n_low <= number of queries ({m}), got {n_low!r}")
+    t = np.full(m, np.inf)
+    idx = np.full(m, -1, dtype=np.int64)
+    tree = cKDTree(keys)
+    open_ = np.zeros(0, dtype=np.int64)
+    if t_limit > -np.inf:
+        e, near = tree.query(groups.centre, 1, workers=workers)  # (n_groups,)
+        upper = _t_np(q, keys[near[groups.group]])  # (M,)
+        gap = np.maximum(e[groups.group] - groups.radius, 0.0)
+        lower = gap * gap / (groups.one_minus * (1.0 - float((keys * keys).sum(-1).min())))  # (M,)
+        t = np.where(upper <= t_limit, upper, t)
+        open_ = np.nonzero((lower <= t_limit * (1.0 + _BOUND_MARGIN)) & (upper > t_limit))[0]
+    rows, tv, cols = _lowest_from_keys(keys, groups, n_low, workers)
+    t[rows], idx[rows] = tv, cols
+    open_ = open_[idx[open_] < 0]
+    if len(open_):
+        # most open queries are settled by counting the keys in two Euclidean balls: one a little
+        # inside their hyperbolic ball of t_limit (a key there: t <= t_limit, and t_limit bounds t
+        # from above), one a little outside it (no key there: t > t_limit by the margin)
+        c, r = hyperbolic_ball(q[open_], np.full(len(open_), t_limit * (1.0 - _BOUND_MARGIN)))
+        inside = tree.query_ball_point(c, np.maximum(r * (1.0 - 1e-9) - 1e-12, 0.0), workers=workers,
+                                       return_length=True) > 0
+        t[open_[inside]] = t_limit
+        open_ = open_[~inside]
+        c, r = hyperbolic_ball(q[open_], np.full(len(open_), t_limit * (1.0 + _BOUND_MARGIN)))
+        open_ = open_[tree.query_ball_point(c, r * (1.0 + 1e-9) + 1e-12, workers=workers, return_length=True) > 0]
+    if len(open_):  # the rest (near t_limit itself) exactly
+        i, tv = _tree_knn(tree, keys, q[open_], 1, None, workers)
+        t[open_], idx[open_] = tv[:, 0], i[:, 0]
+    return t, idx
+
+
 __all__ = [
     "BALL", "dist", "edge_dist", "expmap", "expmap0", "hyperbolic_ball", "knn", "knn_kdtree", "logmap", "logmap0",
-    "lorentz_dist", "min_dist", "nearest_kdtree", "pairwise_dist", "project", "to_ball",
+    "lorentz_dist", "min_dist", "nearest_kdtree", "nearest_kdtree_bounded", "pairwise_dist", "project",
+    "QueryGroups", "to_ball",
 ]

@@ -25,7 +25,9 @@ hyperbolic radius ``l_i = d_H(0, p_i)`` (``levels="radius"``: nodes near the ori
    ``g_i = max_t exp(-d_H(s_t, p_i)^2 / (2 sigma^2))`` and only the ``ceil(ignite_frac N)``
    largest survive (all other nodes are exactly 0). The nearest spark of every node is found
    exactly either from the ``T x N`` distances (``ignition="dense"``) or from a KD-tree over
-   the sparks (``"kdtree"``, ``O(N log T)`` per sample instead of ``O(T N)``); gradients flow
+   the sparks (``"kdtree"``, ``O(N log T)`` per sample instead of ``O(T N)``); ignition reads it
+   only for the nodes that can matter (``ignition_search``: the ignited ones and those near the
+   floor's distance, the rest settled by bounds; same ignition, tested); gradients flow
    through the distances of the ignited nodes only. An ignited node starts from the embedding of
    the token that ignited it (``token_injection``), or with ``pool_sigma > 0`` from its receptive
    field, the average of all token embeddings weighted by
@@ -88,8 +90,24 @@ from ._slow import SlowRuleModel
 #: ``ignition="auto"`` uses the KD-tree from this many tokens on (below, the T x N matmul wins)
 KDTREE_MIN_TOKENS = 256
 #: a sparse step finds its rows through a flat ``B N`` buffer (O(B N) memory, no sort) up to this
-#: many (sample, node) pairs, and by sorting and binary search (O(R log R), no ``B N`` tensor) above
-DENSE_INDEX_MAX = 2**22
+#: many (sample, node) pairs, and by sorting and binary search (O(R log R), no ``B N`` tensor) above.
+#: The buffer costs 8 bytes a pair (its int64 row map), 256 MiB at this limit: small beside the
+#: step's own tensors at such sizes, while sorting millions of receivers per step is not
+#: (8 x 1,048,576 pairs, the million-node measure, stays under it)
+DENSE_INDEX_MAX = 2**25
+#: a sparse step computes new states (the ``(messages, d_h)`` gather, ``W_h``, the norm) only for
+#: the candidates that stay active; False: for every candidate, then drops the others (the
+#: reference; equal, tested). With the surrogate every candidate's state is needed either way.
+KEPT_STATES_ONLY = True
+#: a sparse step weighs the out-edges of each sending node once per step, not once per sample
+#: it is active in; False: per (sample, edge) pair (the reference; equal, tested)
+SENDER_WEIGHTS_ONCE = True
+#: messages per chunk of a sparse step's fused gather-scale-scatter (``_Messages``): 4 MiB of
+#: float32 products at d_h = 64
+MESSAGE_CHUNK = 2**14
+#: inhibition reads the neighbourhoods of the non-zero activities only (with ``floor > 0``);
+#: False: of every candidate (the reference; equal, tested)
+INHIBIT_ACTIVE_ONLY = True
 
 
 # --- configuration -----------------------------------------------------------------------------
@@ -205,11 +223,11 @@ class Graph:
         """``w (len(slots),)`` of the given flat edge slots (all ``E`` when None), ``O(len d)``."""
         if slots is None:
             slots = torch.arange(self.n * self.k, device=self.nbr.device)
-        src, dst = slots // self.k, self.nbr.reshape(-1)[slots]
-        d = G.dist(self.p[src], self.p[dst])
-        phi = F.softplus(self.level_sign * (self.levels[dst] - self.levels[src]) + 1.0)
-        return torch.sigmoid(self.affinity.reshape(-1)[slots]) * torch.exp(-d / self.tau) * phi \
-            * self.alive.reshape(-1)[slots]
+        src, dst = slots // self.k, _at(self.nbr.reshape(-1), slots)
+        d = G.dist(_at(self.p, src), _at(self.p, dst))
+        phi = F.softplus(self.level_sign * (_at(self.levels, dst) - _at(self.levels, src)) + 1.0)
+        return torch.sigmoid(_at(self.affinity.reshape(-1), slots)) * torch.exp(-d / self.tau) * phi \
+            * _at(self.alive.reshape(-1), slots)
 
     def dense(self) -> torch.Tensor:
         """``W (N, N)`` with ``W[src, dst] = w_e`` (reference only: O(N^2) memory)."""
@@ -235,6 +253,12 @@ class StepParams:
     max_active: int  # 0: no cap
     surrogate: bool = False  # also return the candidates that did not fire (StepOut.ghost)
     n_flat: int = 0  # B N: > 0 and <= DENSE_INDEX_MAX selects the flat-buffer row lookup (same result)
+
+
+def _at(x: torch.Tensor, i: torch.Tensor) -> torch.Tensor:
+    """``x[i]`` for an integer index tensor ``i`` of any shape (rows of ``x``), by ``index_select``:
+    the same values, several times faster than advanced indexing on the CPU."""
+    return x.index_select(0, i.reshape(-1)).reshape(*i.shape, *x.shape[1:])
 
 
 def _hard_floor(g: torch.Tensor, floor: float) -> torch.Tensor:
@@ -269,7 +293,7 @@ def _lookup(ids: torch.Tensor, values: torch.Tensor, query: torch.Tensor, n_flat
     else 0: by binary search, or with ``0 < n_flat <= DENSE_INDEX_MAX`` (all ids ``< n_flat``)
     through a flat buffer of ``n_flat`` values (equal, tested)."""
     if 0 < n_flat <= DENSE_INDEX_MAX:
-        return torch.zeros(n_flat, dtype=values.dtype, device=values.device).index_put((ids,), values)[query]
+        return _at(torch.zeros(n_flat, dtype=values.dtype, device=values.device).index_put((ids,), values), query)
     pos = torch.searchsorted(ids, query).clamp_max(ids.shape[0] - 1)
     return values[pos] * (ids[pos] == query)
 
@@ -285,7 +309,7 @@ def _rows_of(cand_parts: tuple[torch.Tensor, ...], queries: tuple[torch.Tensor, 
         cand = mark.nonzero().squeeze(1)  # sorted
         row = torch.empty(n_flat, dtype=torch.long, device=cand.device)
         row[cand] = torch.arange(cand.shape[0], device=cand.device)
-        return cand, tuple(row[q] for q in queries)
+        return cand, tuple(_at(row, q) for q in queries)
     cand = torch.unique(torch.cat(cand_parts))  # (R,) sorted
     return cand, tuple(torch.searchsorted(cand, q) for q in queries)
 
@@ -297,6 +321,15 @@ def inhibit_sparse(ids: torch.Tensor, alpha: torch.Tensor, nbr: torch.Tensor, be
     if beta == 0 or ids.numel() == 0:
         return alpha
     n = nbr.shape[0]
+    if floor > 0 and INHIBIT_ACTIVE_ONLY:
+        # a zero stays zero, and with floor > 0 its value and gradient are both 0 (its pre-floor
+        # value 0 is below the floor), so only the non-zeros need their neighbourhoods (equal, tested)
+        pos = (alpha > 0).nonzero().squeeze(1)  # (F,)
+        ids_f = _at(ids, pos)
+        node = ids_f % n
+        neigh = _lookup(ids, alpha, (ids_f - node)[:, None] + _at(nbr, node), n_flat).mean(1)  # (F,)
+        out = _hard_floor(_at(alpha, pos) / (1.0 + beta * neigh), floor)
+        return torch.zeros_like(alpha).index_put((pos,), out)
     node = ids % n
     neigh = _lookup(ids, alpha, (ids - node)[:, None] + nbr[node], n_flat).mean(1)  # (R,)
     return _hard_floor(alpha / (1.0 + beta * neigh), floor)
@@ -336,6 +369,39 @@ class StepOut:
     ghost: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
 
 
+class _Messages(torch.autograd.Function):
+    """``msg (n_out, d) = zeros.index_add(0, to, coef[:, None] * h[row])`` (messages ``(M,)``:
+    weight ``coef``, sender row ``row`` of ``h (A, d)``, receiver row ``to``) without the
+    ``(M, d)`` products: forward and backward run over ``MESSAGE_CHUNK`` messages at a time, so
+    the temporaries stay cache-sized (no ``(M, d)`` tensor is allocated, zeroed by the OS and saved
+    for backward) and only ``coef``, ``row``, ``to`` and ``h`` are kept. Each receiver sums its
+    messages in the same order as the one ``index_add`` (equal, tested)."""
+
+    @staticmethod
+    def forward(ctx, coef: torch.Tensor, h: torch.Tensor, row: torch.Tensor, to: torch.Tensor, n_out: int
+                ) -> torch.Tensor:
+        out = torch.zeros(n_out, h.shape[1], dtype=h.dtype, device=h.device)
+        for s in range(0, row.shape[0], MESSAGE_CHUNK):
+            e = s + MESSAGE_CHUNK
+            out.index_add_(0, to[s:e], coef[s:e, None] * _at(h, row[s:e]))
+        ctx.save_for_backward(coef, h, row, to)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):
+        coef, h, row, to = ctx.saved_tensors
+        g_coef = torch.empty_like(coef) if ctx.needs_input_grad[0] else None
+        g_h = torch.zeros_like(h) if ctx.needs_input_grad[1] else None
+        for s in range(0, row.shape[0], MESSAGE_CHUNK):
+            e = s + MESSAGE_CHUNK
+            gm = _at(grad, to[s:e])  # (c, d) the gradient reaching each message
+            if g_coef is not None:
+                g_coef[s:e] = (gm * _at(h, row[s:e])).sum(1)
+            if g_h is not None:
+                g_h.index_add_(0, row[s:e], gm * coef[s:e, None])
+        return g_coef, g_h, None, None, None
+
+
 def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: Graph, sp: StepParams) -> StepOut:
     """One propagation step by gather / scatter over the edges of active nodes only.
 
@@ -353,35 +419,65 @@ def step_sparse(idx: torch.Tensor, alpha: torch.Tensor, h: torch.Tensor, graph: 
     n, k = graph.n, graph.k
     node = idx % n  # (A,)
     base = idx - node  # (A,) = b * N
-    slots = (node[:, None] * k + torch.arange(k, device=idx.device)).reshape(-1)  # (A k,) edge ids
+    arange_k = torch.arange(k, device=idx.device)
+    slots = (node[:, None] * k + arange_k).reshape(-1)  # (A k,) edge ids
     row = torch.arange(idx.shape[0], device=idx.device).repeat_interleave(k)  # (A k,) sender row
-    live = graph.alive.reshape(-1)[slots]
+    live = _at(graph.alive.reshape(-1), slots)
+    if SENDER_WEIGHTS_ONCE:
+        # a node active in several samples sends along the same edges in each: weigh its edges
+        # once (the same elementwise formula on the same values) and gather
+        sender, inv = torch.unique(node, return_inverse=True)  # (U,), (A,)
+        w = _at(graph.weights((sender[:, None] * k + arange_k).reshape(-1)).reshape(-1, k), inv).reshape(-1)[live]
     slots, row = slots[live], row[live]  # (M,)
-    recv = base[row] + graph.nbr.reshape(-1)[slots]  # (M,) flat receiver ids
-    coef = graph.weights(slots) * alpha[row]  # (M,) w_e alpha_src
+    recv = _at(base, row) + _at(graph.nbr.reshape(-1), slots)  # (M,) flat receiver ids
+    if not SENDER_WEIGHTS_ONCE:  # the reference: every (sample, edge) pair weighed on its own
+        w = graph.weights(slots)
+    coef = w * _at(alpha, row)  # (M,) w_e alpha_src
     # candidates: every active node plus every receiver; all other nodes stay exactly 0
     # (R,) sorted; the receiver row in cand of every message (M,), the sender row of every active node (A,)
     cand, (at, mine) = _rows_of((idx, recv), (recv, idx), sp.n_flat)
     R, dh = cand.shape[0], h.shape[1]
-    msg = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_add(0, at, coef[:, None] * h[row])  # (R, d_h)
     drive = torch.zeros(R, dtype=h.dtype, device=h.device).index_add(0, at, coef)  # (R,)
     drive = drive + sp.self_excitation * torch.zeros(R, dtype=h.dtype, device=h.device).index_copy(0, mine, alpha)
-    prev = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_copy(0, mine, h)  # (R, d_h) old state (0 if new)
-    g = torch.sigmoid((drive - sp.theta[cand % n]) / sp.temperature)  # (R,)
+    g = torch.sigmoid((drive - _at(sp.theta, cand % n)) / sp.temperature)  # (R,)
     a = inhibit_sparse(cand, _hard_floor(g, sp.floor), graph.nbr, sp.inhibition, sp.floor, sp.n_flat)
     fired = cand[a > 0]  # measured activity, before the cap
     a = cap_sparse(cand, a, sp.max_active, n)
-    state = sp.norm(sp.transform(msg) + prev)  # (R, d_h)
     keep = a > 0
     with torch.no_grad():
-        c = alpha[row] * a[at]  # (M,) co-activation of every used edge
-        used = c > 0
-        coact = (idx[row][used] // n, slots[used], c[used])
+        c = _at(alpha, row) * _at(a, at)  # (M,) co-activation of every used edge
+        used = (c > 0).nonzero().squeeze(1)
+        coact = (_at(idx, _at(row, used)) // n, _at(slots, used), _at(c, used))
     ghost = None
-    if sp.surrogate:
+    if not KEPT_STATES_ONLY:  # the reference: every candidate's new state, then the kept ones
+        msg = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_add(0, at, coef[:, None] * h[row])  # (R, d_h)
+        prev = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_copy(0, mine, h)  # (R, d_h) old state (0 if new)
+        state = sp.norm(sp.transform(msg) + prev)  # (R, d_h)
+        if sp.surrogate:
+            off = ~keep
+            ghost = (cand[off], g[off] - g[off].detach(), state[off])
+        state = state[keep]
+    elif sp.surrogate:  # every candidate's new state (the ghosts need them)
+        msg = _Messages.apply(coef, h, row, at, R)  # (R, d_h)
+        prev = torch.zeros(R, dh, dtype=h.dtype, device=h.device).index_copy(0, mine, h)  # (R, d_h) old state (0 if new)
+        state = sp.norm(sp.transform(msg) + prev)  # (R, d_h)
         off = ~keep
         ghost = (cand[off], g[off] - g[off].detach(), state[off])
-    return StepOut(cand[keep], a[keep], state[keep] * a[keep, None], fired, int(row.shape[0]), coact,
+        state = state[keep]
+    else:
+        # only the candidates still active carry a state on (every other one is dropped with
+        # activity 0): the (messages, d_h) gather and the transform run for them alone. Each
+        # kept row sums its messages in the same order as above (equal, tested).
+        kept = keep.nonzero().squeeze(1)  # (K,) rows of cand
+        slot_of = torch.full((R,), -1, dtype=torch.long, device=cand.device)
+        slot_of[kept] = torch.arange(kept.shape[0], device=cand.device)
+        to, was = _at(slot_of, at), _at(slot_of, mine)  # (M,), (A,) row in the kept set or -1
+        m_in, a_in = (to >= 0).nonzero().squeeze(1), (was >= 0).nonzero().squeeze(1)
+        K = kept.shape[0]
+        msg = _Messages.apply(_at(coef, m_in), h, _at(row, m_in), _at(to, m_in), K)  # (K, d_h)
+        prev = torch.zeros(K, dh, dtype=h.dtype, device=h.device).index_copy(0, _at(was, a_in), _at(h, a_in))  # (K, d_h)
+        state = sp.norm(sp.transform(msg) + prev)  # (K, d_h)
+    return StepOut(cand[keep], a[keep], state * a[keep, None], fired, int(row.shape[0]), coact,
                    g.detach(), ghost)
 
 
@@ -548,22 +644,52 @@ class RSGN(SlowRuleModel):
             t[:, s : s + chunk], arg[:, s : s + chunk] = nearest(sparks, p[s : s + chunk])
         return t, arg
 
+    def _n_ignited(self, n: int) -> int:
+        return max(1, math.ceil(self.config.ignite_frac * n))
+
+    def _t_floor(self) -> float:
+        # g >= floor  <=>  d <= sigma sqrt(2 ln(1 / floor))  <=>  t <= sinh(d / 2)^2
+        cfg = self.config
+        d_floor = cfg.sigma_ign * math.sqrt(2 * math.log(1 / cfg.floor)) if cfg.floor > 0 else math.inf
+        return math.sinh(d_floor / 2) ** 2
+
+    @torch.no_grad()
+    def ignition_search(self, sparks: torch.Tensor, p: torch.Tensor, method: str | None = None
+                        ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``nearest_spark(sparks, p, method)`` as far as ignition reads it: the ``n_ign`` nodes of
+        smallest ``t`` per sample (their ``t`` and spark) and which nodes have ``t`` at most the
+        floor's ``t``. With the KD-tree (``"kdtree"``, or ``"auto"`` at ``T >= KDTREE_MIN_TOKENS``)
+        and a finite floor ``t``: ``geometry.nearest_kdtree_bounded`` per sample, exact there, an
+        upper bound (spark -1) or ``inf`` elsewhere, so that ``ignite`` selects, counts and reads
+        the same as from ``nearest_spark`` (tested); other methods: ``nearest_spark`` itself."""
+        method = method or self.config.ignition
+        B, T, _ = sparks.shape
+        if method == "auto":
+            method = "kdtree" if T >= KDTREE_MIN_TOKENS else "dense"
+        t_floor = self._t_floor()
+        if method != "kdtree" or not math.isfinite(t_floor):
+            return self.nearest_spark(sparks, p, method)
+        groups = G.QueryGroups(p.double().cpu().numpy())
+        n_ign = self._n_ignited(p.shape[0])
+        out = [G.nearest_kdtree_bounded(s.double().cpu().numpy(), groups, n_ign, t_floor) for s in sparks]
+        t = torch.from_numpy(np.stack([o[0] for o in out])).to(p)
+        arg = torch.from_numpy(np.stack([o[1] for o in out])).to(p.device)
+        return t, arg
+
     def ignite(self, tok: torch.Tensor, p: torch.Tensor) -> Ignition:
         """Tokens ``(B, T, d_tok)`` -> the ``ceil(ignite_frac N)`` nodes per sample nearest to a
         spark, with ``g = exp(-d_H^2 / (2 sigma^2))``."""
         cfg = self.config
         sparks = G.to_ball(self.spark(tok))  # (B, T, d)
         B, n = sparks.shape[0], p.shape[0]
-        n_ign = max(1, math.ceil(cfg.ignite_frac * n))
+        n_ign = self._n_ignited(n)
         with torch.no_grad():
-            t, arg = self.nearest_spark(sparks.detach(), p.detach())  # (B, N)
+            t, arg = self.ignition_search(sparks.detach(), p.detach())  # (B, N)
             top = t.topk(n_ign, dim=1, largest=False).indices  # (B, n_ign)
             idx = ((torch.arange(B, device=p.device)[:, None] * n) + top).reshape(-1).sort().values  # (A,)
             b, i = idx // n, idx % n
             token = arg[b, i]
-            # g >= floor  <=>  d <= sigma sqrt(2 ln(1 / floor))  <=>  t <= sinh(d / 2)^2
-            d_floor = cfg.sigma_ign * math.sqrt(2 * math.log(1 / cfg.floor)) if cfg.floor > 0 else math.inf
-            pre_cap = float((t <= math.sinh(d_floor / 2) ** 2).float().mean())
+            pre_cap = float((t <= self._t_floor()).float().mean())
         d = G.dist(sparks[b, token], p[i])  # (A,) differentiable, ignited nodes only
         g = torch.exp(-(d**2) / (2 * cfg.sigma_ign**2))
         return Ignition(idx, g, token, sparks, pre_cap)
