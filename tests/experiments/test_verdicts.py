@@ -161,3 +161,30 @@ def test_when_to_use_cells_count_claims_by_topic():
 
     assert _topics(["a", "a", "speed report"]) == "3: a (2), speed report"
     assert _topics([]) == ""
+
+
+def test_speed_goal_claims_read_their_measures(tmp_path):
+    """The dense loop's matmul fraction (the best variant) and the million-node step's bounds."""
+    import json
+
+    from hebbnets.experiments import get_spec
+    from hebbnets.experiments.reporting.narration_speed import matmul_claim, million_claim
+
+    row = {"table": "shared", "B": 8, "K": 4, "n": 2, "matmul_gflops": 10.0, "mfista_samples_per_s": 1.0,
+           "mfista_fraction_of_matmul": 0.3, "fista_samples_per_s": 1.0, "fista_fraction_of_matmul": 0.5,
+           "fista_fused_samples_per_s": 1.0, "fista_fused_fraction_of_matmul": 0.7}
+    ctx = ReportContext(get_spec("speed"), "quick", [], tmp_path, False, records_dir=tmp_path)
+    ctx.measure = lambda name: {"rows": [row]}  # noqa: E731  the entry a record would hold
+    v = matmul_claim((8, 4, 2))(ctx)
+    assert v.holds is True and v.effect == "70 % (fista fused)"
+    row["fista_fused_fraction_of_matmul"] = 0.55
+    assert matmul_claim((8, 4, 2))(ctx).holds is False
+    assert matmul_claim((1, 1, 1))(ctx).holds is None  # no record of that size
+    assert million_claim()(ctx).holds is None  # no rsgn records beside the speed records
+    million = {"kind": "measure", "function": "rsgn_training_step", "key": "k", "params": {},
+               "slots": [{"spec": "rsgn", "bench": "million", "label": "million", "scale": "quick", "seed": None}],
+               "rows": [{"step_s": 12.0, "peak_rss_gb": 9.0, "forward_s": 8.0, "backward_s": 2.0, "structure_s": 40.0,
+                         "structure_every": 50, "threads": 1, "seq_len": 8192}]}
+    (tmp_path / "rsgn.jsonl").write_text(json.dumps(million) + "\n")
+    assert million_claim()(ctx).holds is False  # 9 GiB is over the memory bound
+    assert million_claim(gib=10.0)(ctx).holds is True

@@ -327,6 +327,25 @@ def matmul_claim(size: tuple[int, int, int], target: float = 0.6) -> Callable[[R
     return check
 
 
+def million_claim(seconds: float = 20.0, gib: float = 8.0) -> Callable[[ReportContext], Verdict]:
+    """One sparse RSGN training step at 1,048,576 nodes within ``seconds`` (the structure step's
+    kNN rebuild amortised over its period, as the measure reports it) and ``gib`` of peak memory:
+    the ``rsgn`` spec's ``million`` measure."""
+    def check(ctx: ReportContext) -> Verdict:
+        other = ctx.other_spec("rsgn")
+        e = None if other is None else other.measure("million")
+        if e is None:
+            return Verdict(None, "no record (`hebbnets reproduce rsgn --benches million`).", reading="rsgn")
+        r = e["rows"][0]
+        ok = r["step_s"] <= seconds and r["peak_rss_gb"] <= gib
+        return Verdict(ok, f"{r['step_s']:.1f} s per step (forward {r['forward_s']:.1f} s, backward {r['backward_s']:.1f} s, "
+                           f"kNN rebuild {r['structure_s']:.1f} s every {r['structure_every']} steps), "
+                           f"{r['peak_rss_gb']:.2f} GiB peak; {r['threads']} thread(s), T = {r['seq_len']:,}.",
+                       effect=f"{r['step_s']:.1f} s, {r['peak_rss_gb']:.2f} GiB",
+                       against=f"{seconds:g} s and {gib:g} GiB", seeds="one run", reading="rsgn")
+    return check
+
+
 def matrix_claim(ctx: ReportContext) -> Verdict:
     """The matrix layer's factorised Gram product faster than the Kronecker Gram at equal objective."""
     e = ctx.measure("vn_matrix_inference")
