@@ -283,16 +283,21 @@ def anchors_claim(size: tuple[int, int, int], target: float = 1e-5, goal: float 
 
 
 # -- claim checks -----------------------------------------------------------------------------------
+def _shared_row(ctx: ReportContext, size: tuple[int, int, int]) -> dict | None:
+    """The ``vn_inference`` record's shared-dictionary row of ``size`` = (B, K, n), if any."""
+    e = ctx.measure("vn_inference")
+    rows = [r for r in (e["rows"] if e is not None else []) if r.get("table", "shared") == "shared"
+            and (r["B"], r["K"], r["n"]) == tuple(size)]
+    return rows[0] if rows else None
+
+
 def inference_claim(size: tuple[int, int, int], target: float = 5.0) -> Callable[[ReportContext], Verdict]:
     """Batched FISTA (the fastest of mfista, fista and the working-set solver) at least ``target``
     times faster than scikit-learn's lasso_cd at equal objective, at ``size`` = (B, K, n)."""
     def check(ctx: ReportContext) -> Verdict:
-        e = ctx.measure("vn_inference")
-        rows = [r for r in (e["rows"] if e is not None else []) if r.get("table", "shared") == "shared"
-                and (r["B"], r["K"], r["n"]) == tuple(size)]
-        if not rows:
+        r = _shared_row(ctx, size)
+        if r is None:
             return Verdict(None, "no record of this size.", reading="vn")
-        r = rows[0]
         speed = {k: r.get(f"{k}_speedup_vs_sklearn") or 0 for k in (*_dense_keys(r), "working_set")}
         best = max(speed.values())
         frac = max(r[f"{k}_fraction_of_matmul"] for k in _dense_keys(r))
@@ -313,12 +318,9 @@ def matmul_claim(size: tuple[int, int, int], target: float = 0.6) -> Callable[[R
     """The dense FISTA loop (the best of its variants) at least ``target`` of the machine's matmul
     rate at ``size`` = (B, K, n), measured against the matmul in the same run."""
     def check(ctx: ReportContext) -> Verdict:
-        e = ctx.measure("vn_inference")
-        rows = [r for r in (e["rows"] if e is not None else []) if r.get("table", "shared") == "shared"
-                and (r["B"], r["K"], r["n"]) == tuple(size)]
-        if not rows:
+        r = _shared_row(ctx, size)
+        if r is None:
             return Verdict(None, "no record of this size.", reading="vn")
-        r = rows[0]
         fracs = {k: r[f"{k}_fraction_of_matmul"] for k in _dense_keys(r)}
         best = max(fracs, key=fracs.get)
         return Verdict(fracs[best] >= target, "; ".join(f"{k.replace('_', ' ')} {100 * v:.0f} %" for k, v in fracs.items())
