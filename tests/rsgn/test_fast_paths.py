@@ -237,3 +237,15 @@ def test_fused_messages_equal_the_gathered_products(monkeypatch):
     for a, b in zip(torch.autograd.grad((fused * w).sum(), (coef, h)), torch.autograd.grad((ref * w).sum(), (coef, h))):
         torch.testing.assert_close(a, b, rtol=1e-14, atol=1e-15)
     torch.autograd.gradcheck(lambda c, x: M._Messages.apply(c, x, row, to, 6), (coef, h))
+
+
+def test_query_groups_reject_bad_positions():
+    import numpy as np
+
+    from hebbnets.rsgn.geometry import QueryGroups
+
+    for bad in (np.zeros((0, 3)), np.zeros(3), np.array([[0.1, np.nan, 0.0]])):
+        with pytest.raises(ValueError, match="q:"):
+            QueryGroups(bad)
+    with pytest.raises(ValueError, match="size"):
+        QueryGroups(np.zeros((4, 3)), size=0)

@@ -304,3 +304,12 @@ def test_warm_start_off_is_the_old_computation():
     b = hn.models.make("vn", seed=0, warm_start=False, **cfg).fit(hn.Split(x, y))
     assert torch.equal(a.predict(x), b.predict(x))
     assert "warm_start" not in hn.experiments.canonical_config("vn", dict(b.config.__dict__))  # old record keys hold
+
+
+def test_precisions_name_a_bad_layer_index():
+    x, y = _data()
+    net = _net(x, y, atoms=(6, 4), hidden=(5,), beta=0.7, max_iter=5, max_sweeps=1)
+    assert net.precisions(0) == (1.0, 0.7) and net.precisions(1) == (0.7, 0.7)
+    for bad in (2, -1, 1.0, True):
+        with pytest.raises(ValueError, match="l:"):
+            net.precisions(bad)

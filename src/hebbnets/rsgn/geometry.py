@@ -305,6 +305,11 @@ class QueryGroups:
     def __init__(self, q: np.ndarray, size: int = 32, bits: int = 10):
         from scipy.spatial import cKDTree
 
+        q = np.asarray(q)
+        if q.ndim != 2 or q.shape[0] == 0 or not np.isfinite(q).all():
+            raise ValueError(f"q: expected a non-empty finite (M, d) array of positions, got shape {q.shape}")
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise ValueError(f"size: expected an int >= 1, got {size!r}")
         m, d = q.shape
         lo = q.min(0)
         span = max(float((q.max(0) - lo).max()), 1e-300)

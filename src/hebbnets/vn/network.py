@@ -301,6 +301,8 @@ class VectorNetwork(Model):
     def precisions(self, l: int) -> tuple[float, float]:
         """``(c_in, c_out)``: the precisions of layer ``l``'s input and output terms (module
         docstring: ``c_in = 1`` at the bottom, else ``beta_{l-1}``; ``c_out = beta_l``)."""
+        if isinstance(l, bool) or not isinstance(l, int) or not 0 <= l < len(self._betas):
+            raise ValueError(f"l: expected a layer index in [0, {len(self._betas)}), got {l!r}")
         return (1.0 if l == 0 else self._betas[l - 1]), self._betas[l]
 
     # -- inference -------------------------------------------------------------------------------
