@@ -151,6 +151,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
                 calibration.append(m.last_stats["activity"])
     parts: dict[str, list[float]] = {"forward_s": [], "backward_s": [], "optimizer_s": [], "slow_s": []}
     activity = []
+    edges = []
     for r in range(repeats + 1):
         batch = batches[r % 2]
         loss, t_f = _timed(lambda: m._loss(batch))
@@ -173,6 +174,7 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
             if is_rsgn:
                 activity.append((m.last_stats.get("activity", math.nan), m.last_stats.get("activity_post_cap", math.nan),
                                  m.last_stats["edges_per_sample"]))
+                edges.append(float(m.last_stats["edges_per_sample"]) * batch_size)
     med = {key: sorted(v)[len(v) // 2] for key, v in parts.items()}
     structure_s = ignition_s = math.nan
     if model == "rsgn":
@@ -180,17 +182,22 @@ def training_step_cost(model: str, n_nodes: int, seq_len: int, *, batch_size: in
         with torch.no_grad():  # the nearest-spark search inside ignition (part of forward_s)
             sparks = G.to_ball(m.spark(m._tokens(batches[0].x, None)))
             _, ignition_s = _timed(lambda: m.ignition_search(sparks, m.positions().detach()))
-    step_s = sum(med.values()) + (0.0 if math.isnan(structure_s) else structure_s / structure_every)
+    amortised = 0.0 if math.isnan(structure_s) else structure_s / structure_every
+    step_s = sum(med.values()) + amortised
+    # every timed step's total (the structure step amortised as in step_s): the spread behind the slopes' intervals
+    step_s_repeats = [sum(vals) + amortised for vals in zip(*parts.values())]
     rec = {"benchmark": "rsgn_training_step", "model": model, "n_nodes": n_nodes, "seq_len": seq_len,
            "batch_size": batch_size, "n_features": n_features, "repeats": repeats, "seed": seed, "config": config,
            "build_s": build_s, **med, "ignition_search_s": ignition_s, "structure_s": structure_s, "structure_every": structure_every,
-           "step_s": step_s, "num_parameters": sum(p.numel() for p in m.parameters()),
+           "step_s": step_s, "step_s_repeats": step_s_repeats, "num_parameters": sum(p.numel() for p in m.parameters()),
            "peak_rss_gb": _peak_rss_gb(), "rss_at_start_gb": rss0, "threads": torch.get_num_threads(),
            "omp_num_threads": os.environ.get("OMP_NUM_THREADS")}
     if is_rsgn:
         rec["activity"] = sum(a[0] for a in activity) / len(activity)
         rec["activity_post_cap"] = sum(a[1] for a in activity) / len(activity)
         rec["edges_per_sample"] = sum(a[2] for a in activity) / len(activity)
+        # seconds per edge touched by the batch, per timed step: constant in N when the cost is O(edges)
+        rec["s_per_edge_repeats"] = [t / e if e > 0 else math.nan for t, e in zip(step_s_repeats, edges)]
         rec["calibration_activity"] = calibration  # the measured activity after each calibration pass
         rec["calibrate_steps"] = calibrate_steps if model == "rsgn" else 0
         rec["temperature"] = float(m.temperature if model == "rsgn" else m.config.temperature)
@@ -232,10 +239,51 @@ def segment_slopes(xs: list[float], ys: list[float]) -> tuple[list[float], float
     return seg, overall
 
 
+def segment_slope_intervals(xs: list[float], samples: list[list[float]], level: float = 0.95
+                            ) -> list[tuple[float, float, float]]:
+    """Log-log slope of each segment between consecutive ``xs`` (sorted) with a ``level`` interval.
+
+    ``samples[i]``: the repeated measurements at ``xs[i]`` (positive). A segment's slope is the
+    difference of the mean log measurements over the difference of the log x; its interval is
+    Welch's t interval of that difference (standard error ``sqrt(s1^2/n1 + s2^2/n2)``,
+    Welch-Satterthwaite degrees of freedom), divided by the log-x step. Returns one
+    ``(slope, low, high)`` per segment; ``low`` and ``high`` are NaN where a point has fewer than two
+    measurements, and equal the slope where both points have no spread."""
+    from scipy import stats
+
+    if len(xs) != len(samples):
+        raise ValueError(f"samples: expected {len(xs)} lists like xs, got {len(samples)}")
+    if any(not s or any(not v > 0 for v in s) for s in samples):
+        raise ValueError("samples: every point needs at least one positive, finite measurement")
+    pts = sorted(zip(xs, samples))
+    logs = [(math.log(x), [math.log(v) for v in s]) for x, s in pts]
+
+    def mean_var(v: list[float]) -> tuple[float, float, int]:
+        m = sum(v) / len(v)
+        return m, (sum((a - m) ** 2 for a in v) / (len(v) - 1) if len(v) > 1 else math.nan), len(v)
+
+    out = []
+    for (x1, v1), (x2, v2) in zip(logs, logs[1:]):
+        (m1, s1, n1), (m2, s2, n2) = mean_var(v1), mean_var(v2)
+        dx = x2 - x1
+        slope = (m2 - m1) / dx
+        se2 = s1 / n1 + s2 / n2
+        if math.isnan(se2):
+            out.append((slope, math.nan, math.nan))
+            continue
+        if se2 == 0:
+            out.append((slope, slope, slope))
+            continue
+        df = se2 ** 2 / ((s1 / n1) ** 2 / (n1 - 1) + (s2 / n2) ** 2 / (n2 - 1))
+        half = float(stats.t.ppf(0.5 + level / 2, df)) * math.sqrt(se2) / dx
+        out.append((slope, slope - half, slope + half))
+    return out
+
+
 def graph_builds(sizes: list[int], **kwargs: Any) -> list[dict[str, Any]]:
     """``graph_build_speed`` at every node count of ``sizes`` (``kwargs`` to each call)."""
     return [graph_build_speed(int(n), **kwargs) for n in sizes]
 
 
-__all__ = ["cost_scaling", "graph_build_speed", "graph_builds", "ignition_speed", "segment_slopes",
+__all__ = ["cost_scaling", "graph_build_speed", "graph_builds", "ignition_speed", "segment_slope_intervals", "segment_slopes",
            "training_step_cost"]

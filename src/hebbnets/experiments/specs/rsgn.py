@@ -197,7 +197,7 @@ COST_SIZES = [[256, 32], [1024, 128], [4096, 512], [16384, 2048], [65536, 8192]]
 COST = Measure(
     "cost", "rsgn_cost",
     {"sizes": COST_SIZES, "models": ["rsgn", "rsgn_parity", "mamba"], "max_nodes": {"rsgn_parity": 4096},
-     "batch_size": 8, "n_features": 32, "n_classes": 10, "repeats": 2, "structure_every": 50, "calibrate_steps": 100},
+     "batch_size": 8, "n_features": 32, "n_classes": 10, "repeats": 5, "structure_every": 50, "calibrate_steps": 100},
     scales={"smoke": {"sizes": [[32, 8], [64, 16]], "max_nodes": {"rsgn_parity": 64}, "repeats": 1, "calibrate_steps": 2}},
     title="full training step against N and T")
 GRAPH = Measure("graph_build", "rsgn_graph_build", {"sizes": [4096, 16384, 65536], "k": 16},
