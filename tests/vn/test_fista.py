@@ -1,4 +1,6 @@
 """Batched Gram-form FISTA against scikit-learn's lasso_cd and the plain per-sample ISTA loop."""
+import importlib
+
 import numpy as np
 import pytest
 import torch
@@ -435,3 +437,64 @@ def test_fused_loop_refuses_what_it_does_not_do():
         fista(lambda v: v @ G, b, 0.1, 1.0, fused=True, record_history=True)
     with pytest.raises(ValueError, match="fused"):
         fista(lambda v: v @ G, b, 0.1, 1.0, fused="yes")
+
+
+# -- fused="auto": the models' choice of loop ------------------------------------------------------
+def test_auto_fuses_only_where_it_applies_and_pays(monkeypatch):
+    F = importlib.import_module("hebbnets.vn.fista")  # the module (hebbnets.vn.fista is also a function)
+
+    big = torch.zeros(F.FUSED_MIN_ENTRIES // 8, 8)
+    small = torch.zeros(2, 8)
+    assert F.resolve_fused(True, small) and not F.resolve_fused(False, big)  # explicit choices are kept
+    with torch.no_grad():
+        assert F.resolve_fused("auto", big) == F.fused_available("cpu")
+        assert not F.resolve_fused("auto", small)  # too small to pay for a compile
+        assert not F.resolve_fused("auto", big, topk=2)  # the fused loop has no top-k step
+        assert not F.resolve_fused("auto", big, record_history=True)
+        monkeypatch.setitem(F._FUSED_WORKS, "cpu", False)  # kernels that do not compile here
+        assert not F.resolve_fused("auto", big)
+    monkeypatch.setitem(F._FUSED_WORKS, "cpu", True)
+    assert not F.resolve_fused("auto", big)  # an autograd graph is being recorded: eager
+    with pytest.raises(ValueError, match="^fused:"):
+        F.resolve_fused("yes", big)
+
+
+def test_fused_available_warns_once_and_falls_back_when_kernels_do_not_compile(monkeypatch):
+    F = importlib.import_module("hebbnets.vn.fista")  # the module (hebbnets.vn.fista is also a function)
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("no C++ compiler\nmore")
+
+    monkeypatch.setattr(F, "_fista_fused", broken)
+    monkeypatch.setattr(F, "_FUSED_WORKS", {})
+    with pytest.warns(RuntimeWarning, match="fused FISTA unavailable on cpu .RuntimeError: no C.. compiler"):
+        assert not F.fused_available("cpu")
+    assert F._FUSED_WORKS == {"cpu": False}
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # cached: no second warning
+        assert not F.fused_available("cpu")
+
+
+def test_masked_lasso_auto_runs_the_fused_loop_to_the_eager_loops_objective():
+    from hebbnets.vn.fista import FUSED_MIN_ENTRIES, LassoTerm, fused_available, lasso_optimality_residual, masked_lasso
+
+    if not fused_available("cpu"):
+        pytest.skip("torch.compile does not run on this machine (the eager loop is then used and tested)")
+    gen = torch.Generator().manual_seed(7)
+    K, n = 64, 48
+    B = FUSED_MIN_ENTRIES // K
+    S = torch.randn(n, K, generator=gen, dtype=torch.float64)
+    S = S / S.norm(dim=0)
+    x = torch.randn(B, n, generator=gen, dtype=torch.float64)
+    terms = [LassoTerm(1.0, S, x)]
+    with torch.no_grad():
+        auto = masked_lasso(terms, 0.2, max_iter=2000, tol=1e-9)
+        eager = masked_lasso(terms, 0.2, max_iter=2000, tol=1e-9, fused=False)
+    assert auto.fused and not eager.fused and auto.form == eager.form == "gram"
+    torch.testing.assert_close(auto.objective, eager.objective, rtol=1e-9, atol=1e-10)
+    assert float(lasso_optimality_residual(S.T @ S, x @ S, auto.codes, 0.2).max()) < 1e-6
+    with torch.no_grad():
+        warm = masked_lasso(terms, 0.2, g0=auto.codes, max_iter=2000, tol=1e-9)  # sparse warm start: working set
+    assert warm.form == "working_set" or int((auto.codes != 0).sum(1).max()) * 8 > K
+    torch.testing.assert_close(warm.objective, eager.objective, rtol=1e-8, atol=1e-9)

@@ -14,11 +14,12 @@ cost is ``hebbnets.rsgn._speed``, recorded by the ``rsgn`` spec, printed by
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
 import time
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 import torch
@@ -450,25 +451,53 @@ def compile_speed(fista_size: tuple[int, int, int] = (1024, 256, 128), fista_ite
     return rows
 
 
+@contextlib.contextmanager
+def _fista_loop(fused: bool | str) -> Iterator[None]:
+    """Every VN solver's FISTA loop set to ``fused`` (their ``fused`` class attributes) inside
+    the block: the models' path before and after the fused loop became their default."""
+    from ..vn import AppliedAtomStack, VectorNetwork
+    from ..vn.matrix import _PairLibrary
+    from ..vn.pairs import PairAtomLayer
+
+    owners = (VectorNetwork, _PairLibrary, PairAtomLayer, AppliedAtomStack)
+    before = [cls.__dict__["fused"] for cls in owners]
+    try:
+        for cls in owners:
+            cls.fused = fused
+        yield
+    finally:
+        for cls, value in zip(owners, before):
+            cls.fused = value
+
+
 @register_measurement("vn_warm_start")
 def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None, model: str = "vn",
-                  seed: int = 0, threads: int = 1) -> list[dict[str, Any]]:
+                  seed: int = 0, threads: int = 1, fast: bool = False) -> list[dict[str, Any]]:
     """A ``model`` fit at ``task``'s chosen configuration, cold (every FISTA solve from zeros) and
     with ``warm_start`` (each training sample from its previous epoch's codes), in one run: wall
     seconds, FISTA iterations of the training inferences, epochs run, the best validation error
-    and the test errors. Ratios are cold / warm."""
+    and the test errors. Ratios are cold / warm.
+
+    ``fast=True``: the models' path before and after the speed work, in one run: ``cold`` is the
+    eager FISTA loop from zeros (``fused=False``), ``fused`` the default loop choice
+    (``fused="auto"``) from zeros, ``warm`` the default loop with warm starts (which also lets
+    ``masked_lasso`` pick the working-set solver); ratios cold / warm and cold / fused. Without it
+    both runs use the eager loop (the measure as first recorded)."""
     from .. import models, tasks
 
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
+    runs = (("cold", False, False), ("fused", False, "auto"), ("warm", True, "auto")) if fast else \
+        (("cold", False, False), ("warm", True, False))
     try:
         inst = tasks.make(task, seed=seed, **(params or {}))
         row: dict[str, Any] = {"task": task, "model": model, "seed": seed, "threads": threads,
                                "n_train": len(inst.train)}
-        for name, warm in (("cold", False), ("warm", True)):
+        for name, warm, loop in runs:
             m = models.make(model, seed=seed, task=inst, warm_start=warm, progress=False)
             t0 = time.perf_counter()
-            m.fit(inst.train)
+            with _fista_loop(loop):
+                m.fit(inst.train)
             row[f"{name}_seconds"] = time.perf_counter() - t0
             row[f"{name}_iterations"] = m.fit_iterations
             row[f"{name}_epochs"] = len(m.train_history["energy"])
@@ -477,6 +506,8 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
                 row[f"{name}_test_{split}"] = m.score(test)
         row["seconds_ratio"] = row["cold_seconds"] / row["warm_seconds"]
         row["iterations_ratio"] = row["cold_iterations"] / max(1, row["warm_iterations"])
+        if fast:
+            row["fused_seconds_ratio"] = row["cold_seconds"] / row["fused_seconds"]
     finally:
         torch.set_num_threads(prev)
     return [row]

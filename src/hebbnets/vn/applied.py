@@ -361,7 +361,12 @@ class AppliedAtomStack(nn.Module):
             FISTA iteration); the constant used is ``min(bound, 1.02 x estimate)`` (``fista`` adds
             1%). 0 = the bound alone.
         dtype: parameter dtype.
+
+    ``fused`` (an attribute): FISTA's loop (``hebbnets.vn.fista.resolve_fused``), as on
+    ``MatrixAtomLayer``.
     """
+
+    fused: bool | str = "auto"
 
     def __init__(self, sizes: tuple[int, ...], atoms: tuple[int, ...], context_dim: int = 0, alpha: float = 1.0,
                  beta: float = 1.0, lam: float = 0.05, nonneg: bool = False, residual: bool = False,
@@ -500,7 +505,7 @@ class AppliedAtomStack(nn.Module):
         if self.power_iterations:
             lip = torch.minimum(lip, POWER_SAFETY * _power_estimate(op, blk.w.shape[0], blk.w.shape[2], blk.w.dtype,
                                                                     self.power_iterations, blk.w.device))
-        res = fista(op, blk.b(), lam, lip, g0=g0, max_iter=max_iter, tol=self.tol, nonneg=self.nonneg)
+        res = fista(op, blk.b(), lam, lip, g0=g0, max_iter=max_iter, tol=self.tol, nonneg=self.nonneg, fused=self.fused)
         return res, chosen
 
     @torch.no_grad()

@@ -93,10 +93,13 @@ class _PairLibrary(nn.Module):
     adjoint: images -> codes), ``_gram_product`` (the unmasked Hessian), ``_gram_top``
     (its largest eigenvalue), ``hebb_directions`` and ``active_vectors``, and ``design``
     (the explicit matrix of flattened atoms, for references and speed comparisons only).
+    ``fused``: FISTA's loop (``hebbnets.vn.fista.resolve_fused``; ``"auto"``: the compiled fused
+    loop where it applies and pays), an attribute a user may set on a layer or the class.
     """
 
     U: nn.Parameter
     S: nn.Parameter
+    fused: bool | str = "auto"
 
     def __init__(self, m: int, n: int, ku: int, ks: int, dtype: torch.dtype):
         super().__init__()
@@ -179,7 +182,7 @@ class _PairLibrary(nn.Module):
         weighted = image if precision is None else precision * image
         b = self.correlate(weighted)  # (B, *code_shape)
         return fista(self.hessian(precision), b, lam, self.lipschitz(precision), g0=g0, max_iter=max_iter,
-                     tol=tol, nonneg=nonneg, topk=topk)
+                     tol=tol, nonneg=nonneg, topk=topk, fused=self.fused)
 
     def residual(self, image: torch.Tensor, codes: torch.Tensor, precision: Precision = None) -> torch.Tensor:
         """Precision-weighted residual ``R = P * (I - compose(G))`` ``(B, m, n)``."""

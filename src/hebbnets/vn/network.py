@@ -272,11 +272,14 @@ class VectorNetwork(Model):
 
     ``product_form`` (an attribute, not a config field: every form solves the same problems)
     selects how each layer's Hessian is applied (``hebbnets.vn.fista.masked_lasso``); ``"auto"``
-    picks the cheapest by shape.
+    picks the cheapest by shape. ``fused`` (an attribute for the same reason) selects FISTA's
+    loop: ``"auto"`` the compiled fused loop where it applies and pays
+    (``hebbnets.vn.fista.resolve_fused``), ``False`` the eager loop, ``True`` always fused.
     """
 
     Config = VNConfig
     product_form = "auto"
+    fused: bool | str = "auto"
 
     # -- construction --------------------------------------------------------------------------
     def _build(self, spec: DataSpec) -> None:
@@ -319,7 +322,7 @@ class VectorNetwork(Model):
             terms.append(LassoTerm(c_out, layer.U, h_l, h_mask))
         top = l == len(self.layers) - 1
         res = masked_lasso(terms, lam, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
-                           topk=cfg.topk if top else 0, form=self.product_form)
+                           topk=cfg.topk if top else 0, form=self.product_form, fused=self.fused)
         return res.codes, res.iterations, res.converged
 
     @torch.no_grad()

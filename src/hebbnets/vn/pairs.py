@@ -64,7 +64,10 @@ class PairAtomLayer(nn.Module):
     ``U`` ``(m, Ka)``, ``V`` ``(n, Kb)`` on the output side (``self.out``, a ``MatrixAtomLayer``).
     The input is ``x = [x_a; x_b]`` ``(B, n_a + n_b)``; codes ``G`` ``(B, Ka, Kb)``; the output
     ``(B, m, n)``. All four libraries are learned by Atomic-Hebb (``requires_grad=False``).
+    ``fused``: FISTA's loop (``hebbnets.vn.fista.resolve_fused``), as on ``MatrixAtomLayer``.
     """
+
+    fused: bool | str = "auto"
 
     def __init__(self, n_a: int, n_b: int, m: int, n: int, ka: int, kb: int, dtype: torch.dtype = torch.float32):
         super().__init__()
@@ -160,7 +163,7 @@ class PairAtomLayer(nn.Module):
         if y_prec is not None:
             b = b + self.out.correlate(y_weighted)
         return fista(self.hessian(x_mask, y_prec), b, lam, self.lipschitz(y_prec), g0=g0, max_iter=max_iter,
-                     tol=tol, nonneg=nonneg, topk=topk)
+                     tol=tol, nonneg=nonneg, topk=topk, fused=self.fused)
 
     def check_inputs(self, x, y=None, x_mask=None, y_mask=None) -> None:
         """One ``ValueError`` naming the first bad argument (shapes, dtype, NaN/Inf)."""
