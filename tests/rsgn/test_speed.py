@@ -86,3 +86,8 @@ def test_segment_slope_intervals_degenerate_and_bad_input():
         segment_slope_intervals([1.0, 2.0], [[1.0], [0.0]])
     with pytest.raises(ValueError, match="samples"):
         segment_slope_intervals([1.0, 2.0], [[1.0], [math.nan]])
+    for xs in ([1.0], [1.0, 1.0], [0.0, 2.0], [1.0, math.inf]):
+        with pytest.raises(ValueError, match="^xs:"):
+            segment_slope_intervals(xs, [[1.0]] * len(xs))
+    with pytest.raises(ValueError, match="^level:"):
+        segment_slope_intervals([1.0, 2.0], [[1.0], [2.0]], level=95)

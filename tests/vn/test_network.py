@@ -346,3 +346,18 @@ def test_fused_attribute_selects_the_loop_and_both_reach_the_same_energy():
     # lam = 0.05: a residual below 1e-4 is 0.2 % of it (measured 6.5e-6 for both loops at tol 1e-9)
     assert max(float(net.optimality_residual(inf)[0].max()) for inf in (auto, eager)) < 1e-4
     torch.testing.assert_close(auto.total_energy, eager.total_energy, rtol=1e-9, atol=0)
+
+
+def test_the_speed_measures_loop_switch_sets_every_solver_and_restores_it():
+    from hebbnets.measures.speed import _fista_loop
+    from hebbnets.vn import AppliedAtomStack, MatrixAtomLayer, PairAtomLayer, PrivatePairLayer
+
+    owners = (VectorNetwork, MatrixAtomLayer, PrivatePairLayer, PairAtomLayer, AppliedAtomStack)
+    with _fista_loop(False):
+        assert all(cls.fused is False for cls in owners)
+    assert all(cls.fused == "auto" for cls in owners)
+    # inherited attributes stay inherited (the matrix layers read their base class's)
+    assert "fused" not in MatrixAtomLayer.__dict__ and "fused" not in PrivatePairLayer.__dict__
+    with pytest.raises(RuntimeError), _fista_loop(True):
+        raise RuntimeError("a fit that fails inside the block")
+    assert all(cls.fused == "auto" for cls in owners)

@@ -455,19 +455,20 @@ def compile_speed(fista_size: tuple[int, int, int] = (1024, 256, 128), fista_ite
 def _fista_loop(fused: bool | str) -> Iterator[None]:
     """Every VN solver's FISTA loop set to ``fused`` (their ``fused`` class attributes) inside
     the block: the models' path before and after the fused loop became their default."""
-    from ..vn import AppliedAtomStack, VectorNetwork
-    from ..vn.matrix import _PairLibrary
-    from ..vn.pairs import PairAtomLayer
+    from ..vn import AppliedAtomStack, MatrixAtomLayer, PairAtomLayer, PrivatePairLayer, VectorNetwork
 
-    owners = (VectorNetwork, _PairLibrary, PairAtomLayer, AppliedAtomStack)
-    before = [cls.__dict__["fused"] for cls in owners]
+    owners = (VectorNetwork, MatrixAtomLayer, PrivatePairLayer, PairAtomLayer, AppliedAtomStack)
+    before = [cls.__dict__.get("fused") for cls in owners]  # None: inherited, not set on the class itself
     try:
         for cls in owners:
             cls.fused = fused
         yield
     finally:
         for cls, value in zip(owners, before):
-            cls.fused = value
+            if value is None:
+                del cls.fused
+            else:
+                cls.fused = value
 
 
 @register_measurement("vn_warm_start")

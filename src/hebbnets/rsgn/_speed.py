@@ -251,6 +251,10 @@ def segment_slope_intervals(xs: list[float], samples: list[list[float]], level: 
     measurements, and equal the slope where both points have no spread."""
     from scipy import stats
 
+    if not 0 < level < 1:
+        raise ValueError(f"level: expected a number in (0, 1), got {level!r}")
+    if len(xs) < 2 or any(not (math.isfinite(x) and x > 0) for x in xs) or len(set(xs)) != len(xs):
+        raise ValueError(f"xs: expected at least two distinct positive, finite sizes, got {list(xs)!r}")
     if len(xs) != len(samples):
         raise ValueError(f"samples: expected {len(xs)} lists like xs, got {len(samples)}")
     if any(not s or any(not v > 0 for v in s) for s in samples):

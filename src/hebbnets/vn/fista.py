@@ -210,8 +210,9 @@ def _momentum_step(p, Gp, y, x, Gx, x_prev, Gx_prev, a, c):
 _FUSED: dict[str, Callable] = {}
 _FUSED_WORKS: dict[str, bool] = {}  # device type -> whether the kernels compiled and ran there
 
-#: ``fused="auto"`` fuses a solve of at least this many code entries (``b.numel()``). Measured
-#: here (one thread, float32, 100 iterations, shared Gram): the fused loop is 0.81x the eager one
+#: ``fused="auto"`` fuses a solve of at least this many code entries (``b.numel()``). Timed once
+#: on the development machine (a one-off script, not a record: one thread, float32, 100
+#: iterations, shared Gram ``fista_gram``, best of 3): the fused loop is 0.81x the eager one
 #: at 1,024 entries, 1.06-1.10x at 16,384, 1.28x at 65,536, 1.63x at 262,144; the first call in a
 #: process compiles (5-25 s), so the threshold sits above the break-even
 FUSED_MIN_ENTRIES = 1 << 15
