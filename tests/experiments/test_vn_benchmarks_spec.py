@@ -184,8 +184,9 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
 
     def entry(n, epochs, patience):
         return {"config": {"epochs": epochs, "patience": patience}, "points": [{"config": {}}] * n}
-    files = {"mnist_comp-reconstruct": {"models": {"vn": entry(6, 40, 5), "vn_matrix": entry(6, 40, 5),
-                                                   **{m: entry(6, 40, 5) for m in ("ae", "conv_ae", "vae", "mlp")},
+    cap = ctx.spec.bench("mnist_reconstruct").variant("vn").config["epochs"]  # the chosen VN rows refit at it
+    files = {"mnist_comp-reconstruct": {"models": {"vn": entry(6, cap, 5), "vn_matrix": entry(6, cap, 5),
+                                                   **{m: entry(6, cap, 5) for m in ("ae", "conv_ae", "vae", "mlp")},
                                                    "dict_learning": {"config": {}, "points": [{"config": {}}] * 6}}},
              "functions1d-masked": {"models": {"vn": entry(8, 30, 5),
                                                **{m: entry(8, 200, 20) for m in ("transformer", "mamba", "mlp")}}}}
@@ -198,6 +199,12 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     assert "`vn`: 8 points, 30 epochs, patience 5" in rows["functions1d_masked"]
     assert rows["functions1d_masked"].endswith("| **no** (cut against VN) |")  # same points, shorter cap
     assert "no search of its own" in rows["functions1d_reconstruct"]
+    # a VN search at a shorter cap than its refits: both caps shown, and the budgets are not equal
+    files["mnist_comp-reconstruct"]["models"]["vn"] = entry(6, 40, 5)
+    rows = {line.split(" | ")[0].strip("| "): line for line in vb.budget_table(ctx)[2:]}
+    assert f"`vn`: 6 points, searched at 40 epochs, patience 5; final fits at {cap} epochs" in rows["mnist_reconstruct"]
+    assert rows["mnist_reconstruct"].endswith("| **no** (cut against VN) |")
+    files["mnist_comp-reconstruct"]["models"]["vn"] = entry(6, cap, 5)
     # the compute-cut explanation appears only while some bench is cut
     unequal = "Where a bench's budgets are unequal"
     assert unequal in "\n".join(vb.round_cuts(ctx))

@@ -387,6 +387,40 @@ def test_masked_lasso_working_set_form_solves_the_shared_gram_problem():
         masked_lasso(terms, lam, g0=torch.zeros(B, K + 1, dtype=torch.float64))
 
 
+def test_masked_lasso_active_estimate_picks_the_working_set_from_zeros():
+    """Without a warm start, ``active`` (the atoms a sample is expected to use) decides: at most
+    K / WORKING_SET_SPARSITY picks the working set, whose first set is twice the estimate, and it
+    reaches the gram form's objective and the full problem's KKT conditions even when the
+    estimate is too small (the set grows); a dense estimate or masks keep the cheapest form."""
+    from hebbnets.vn.fista import WORKING_SET_SIZE, WORKING_SET_SPARSITY, working_set_start
+
+    gen = torch.Generator().manual_seed(5)
+    n, K, B = 40, 96, 12
+    S = torch.randn(n, K, generator=gen, dtype=torch.float64) / n**0.5
+    g_true = torch.zeros(B, K, dtype=torch.float64)
+    g_true[torch.arange(B)[:, None], torch.randint(K, (B, 4), generator=gen)] = 1.0
+    x = g_true @ S.T
+    terms, lam = [LassoTerm(1.0, S, x)], 0.02
+    G, b = S.T @ S, x @ S
+    gram = masked_lasso(terms, lam, max_iter=20000, tol=1e-10, form="gram")
+    for active in (1, 4, K // WORKING_SET_SPARSITY):
+        ws = masked_lasso(terms, lam, max_iter=20000, tol=1e-10, active=active)
+        assert ws.form == "working_set"
+        assert float(lasso_optimality_residual(G, b, ws.codes, lam).max()) < 1e-6
+        torch.testing.assert_close(ws.objective, gram.objective, rtol=1e-8, atol=1e-12)
+    assert masked_lasso(terms, lam, max_iter=50, active=K // WORKING_SET_SPARSITY + 1).form != "working_set"
+    assert masked_lasso(terms, lam, max_iter=50, active=2, form="gram").form == "gram"  # an explicit form rules
+    masked = [LassoTerm(1.0, S, x, torch.ones(B, n, dtype=torch.float64))]
+    assert masked_lasso(masked, lam, max_iter=50, active=2).form != "working_set"
+    # a warm start's own sparsity outranks the estimate
+    assert masked_lasso(terms, lam, g0=torch.ones(B, K, dtype=torch.float64), max_iter=50, active=2).form != "working_set"
+    assert working_set_start(K, None) == WORKING_SET_SIZE and working_set_start(K, 20) == 40
+    assert working_set_start(K, 1000) == K
+    for bad in (-1, 2.5, True, "4"):
+        with pytest.raises(ValueError, match="^active:"):
+            masked_lasso(terms, lam, active=bad)
+
+
 # -- the fused loop (torch.compile'd element-wise kernels) against the eager loop -----------------
 @pytest.mark.parametrize("monotone", [True, False])
 @pytest.mark.parametrize("nonneg", [False, True])

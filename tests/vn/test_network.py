@@ -255,9 +255,8 @@ def test_product_forms_solve_the_same_masked_problem(form):
     torch.testing.assert_close(grouped.total_energy, other.total_energy, rtol=1e-8, atol=0)
 
 
-def test_masked_inference_picks_the_factor_form_for_many_atoms(monkeypatch):
-    """Per-sample masks and more atoms than entries: the per-sample Gram form is never chosen
-    (it would build B K^2 n numbers); without masks and few atoms the shared Gram form is."""
+def _spy_forms(monkeypatch) -> list[str]:
+    """The product form of every ``masked_lasso`` solve the network runs from now on."""
     import hebbnets.vn.network as vn_network
 
     used = []
@@ -269,6 +268,13 @@ def test_masked_inference_picks_the_factor_form_for_many_atoms(monkeypatch):
         return res
 
     monkeypatch.setattr(vn_network, "masked_lasso", spy)
+    return used
+
+
+def test_masked_inference_picks_the_factor_form_for_many_atoms(monkeypatch):
+    """Per-sample masks and more atoms than entries: the per-sample Gram form is never chosen
+    (it would build B K^2 n numbers); without masks and few atoms the shared Gram form is."""
+    used = _spy_forms(monkeypatch)
     x, y = _data(n=32, d_in=16, seed=4)
     net = _net(x, y, atoms=(96,), lam=0.05, max_iter=50)
     mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(1)) > 0.3).double()
@@ -361,3 +367,25 @@ def test_the_speed_measures_loop_switch_sets_every_solver_and_restores_it():
     with pytest.raises(RuntimeError), _fista_loop(True):
         raise RuntimeError("a fit that fails inside the block")
     assert all(cls.fused == "auto" for cls in owners)
+
+
+def test_active_estimate_routes_sparse_solves_from_zeros_to_the_working_set(monkeypatch):
+    """Every inference records each layer's largest active count; the next solve from zeros of a
+    layer whose codes were sparse (at most K / 8 atoms) runs the working-set solver, to the same
+    energy and KKT residual as the dense form; ``product_form`` still overrides it."""
+    F = importlib.import_module("hebbnets.vn.fista")
+    K = 128
+    x, y = _data(n=64, d_in=24, seed=7)
+    net = _net(x, y, atoms=(K,), lam=1.5, beta=0.5, max_iter=5000, tol=1e-10)  # 3-15 atoms of 128 per sample
+    net.active_estimate = None
+    seen = _spy_forms(monkeypatch)
+    first = net.infer(x, y)  # nothing known yet: the cheapest dense form
+    assert net.active_estimate == [int((first.codes[0] != 0).sum(1).max())]
+    assert 0 < net.active_estimate[0] * F.WORKING_SET_SPARSITY <= K  # the codes are sparse here
+    second = net.infer(x, y)
+    net.product_form = "gram"
+    forced = net.infer(x, y)
+    assert seen[0] != "working_set" and seen[1] == "working_set" and seen[2] == "gram"
+    assert float(net.optimality_residual(second)[0].max()) < 1e-6
+    torch.testing.assert_close(second.total_energy, first.total_energy, rtol=1e-9, atol=0)
+    torch.testing.assert_close(forced.total_energy, first.total_energy, rtol=1e-9, atol=0)

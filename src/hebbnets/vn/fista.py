@@ -579,9 +579,10 @@ def fista_working_set(
 
 # --- product forms of a masked LASSO -------------------------------------------------------------
 PRODUCT_FORMS = ("auto", "gram", "per_sample", "factor", "working_set")
-# "auto" picks the working-set solver only where the warm start says the codes are sparse: one shared
-# Gram matrix (no per-sample mask), no top-k, at least WORKING_SET_MIN_ATOMS atoms, and every warm
-# start row with at most K / WORKING_SET_SPARSITY non-zeros (without a warm start nothing is known)
+# "auto" picks the working-set solver only where the codes are known to be sparse: one shared Gram
+# matrix (no per-sample mask), no top-k, at least WORKING_SET_MIN_ATOMS atoms, and every warm start
+# row with at most K / WORKING_SET_SPARSITY non-zeros, or, without a warm start, the caller's estimate
+# ``active`` of the most atoms a sample uses (a model's from its training codes) below that bound
 WORKING_SET_MIN_ATOMS = 64
 WORKING_SET_SPARSITY = 8
 # The cost model counts multiply-adds per solve. A batched matrix-vector product with per-sample
@@ -690,12 +691,15 @@ def product_form_costs(terms: list[LassoTerm], max_iter: int, n_patterns: int = 
 
 
 def choose_product_form(terms: list[LassoTerm], max_iter: int, form: str = "auto",
-                        n_patterns: int | None = None, g0: torch.Tensor | None = None, topk: int = 0) -> str:
+                        n_patterns: int | None = None, g0: torch.Tensor | None = None, topk: int = 0,
+                        active: int | None = None) -> str:
     """The product form ``masked_lasso`` uses: ``form`` itself when given (an error when it
-    does not apply), else ``"working_set"`` where the warm start ``g0`` shows sparse codes of
-    a shared-Gram problem (the constants above), else the cheapest by ``product_form_costs``."""
+    does not apply), else ``"working_set"`` where the warm start ``g0`` (or, without one, the
+    estimate ``active``: the most atoms a sample is expected to use) shows sparse codes of a
+    shared-Gram problem (the constants above), else the cheapest by ``product_form_costs``."""
     if form not in PRODUCT_FORMS:
         raise ValueError(f"form: expected one of {list(PRODUCT_FORMS)}, got {form!r}")
+    _check_active(active)
     if n_patterns is None:
         groups = _mask_patterns(terms)
         n_patterns = 1 if groups is None else len(groups[0])
@@ -711,10 +715,21 @@ def choose_product_form(terms: list[LassoTerm], max_iter: int, form: str = "auto
                              f"{PER_SAMPLE_MAX_ENTRIES} Gram entries")
         return form
     K = terms[0].design.shape[1]
-    if (shared and not topk and g0 is not None and K >= WORKING_SET_MIN_ATOMS
-            and int((g0 != 0).sum(1).max()) * WORKING_SET_SPARSITY <= K):
+    used = int((g0 != 0).sum(1).max()) if g0 is not None else active  # None: nothing is known
+    if shared and not topk and used is not None and K >= WORKING_SET_MIN_ATOMS and used * WORKING_SET_SPARSITY <= K:
         return "working_set"
     return min(costs, key=costs.__getitem__)  # ties go to "gram" (first)
+
+
+def _check_active(active: int | None) -> None:
+    if active is not None and (isinstance(active, bool) or not isinstance(active, int) or active < 0):
+        raise ValueError(f"active: expected None or an int >= 0 (atoms a sample is expected to use), got {active!r}")
+
+
+def working_set_start(K: int, active: int | None) -> int:
+    """First working-set size of a solve from zeros: twice the expected active count (the set
+    then rarely needs a second round), at least ``WORKING_SET_SIZE``, at most ``K``."""
+    return min(K, max(WORKING_SET_SIZE, 2 * (active or 0)))
 
 
 def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]:
@@ -770,6 +785,7 @@ def masked_lasso(
     topk: int = 0,
     form: str = "auto",
     fused: bool | str = "auto",
+    active: int | None = None,
 ) -> FistaResult:
     """Solve ``min_g sum_t c_t/2 ||m_t ⊙ (t_t - A_t g)||^2 + lam ||g||_1`` for every sample, in
     the product form ``choose_product_form`` picks (module docstring).
@@ -778,7 +794,8 @@ def masked_lasso(
       and are solved together by ``fista_gram`` (one group without per-sample masks);
     * ``"per_sample"``: one ``(K, K)`` Gram matrix per sample (``fista_gram`` with ``(B, K, K)``);
     * ``"working_set"`` (one shared Gram matrix, no top-k): ``fista_working_set``, chosen by
-      ``"auto"`` when a sparse warm start ``g0`` shows the codes use few atoms;
+      ``"auto"`` when a sparse warm start ``g0``, or without one the estimate ``active``, shows
+      the codes use few atoms (from zeros its first set is ``working_set_start(K, active)``);
     * ``"factor"``: ``fista`` with the operator ``sum c A^T (m ⊙ (A v))``; its Lipschitz constant
       per sample is ``min(bound, 1.02 x estimate)``: the guaranteed bound
       ``sum c max(m) lambda_max(A^T A)`` (masks only shrink the spectrum; measured 6-15 % above
@@ -795,6 +812,9 @@ def masked_lasso(
         form: ``"auto"`` or a product form.
         fused: ``fista``'s loop: ``"auto"`` (the fused loop where it applies and pays,
             ``resolve_fused``), ``True`` or ``False``.
+        active: without ``g0``, the most atoms a sample is expected to use (e.g. a model's
+            count from its training codes), or ``None`` (unknown); only the solver's choice and
+            its first working set depend on it, never the problem solved.
 
     Returns:
         ``FistaResult`` (``objective`` from the form's own product; ``iterations`` the most any
@@ -804,7 +824,8 @@ def masked_lasso(
     groups = _mask_patterns(terms)
     if g0 is not None and tuple(g0.shape) != (B, K):
         raise ValueError(f"g0: expected shape {(B, K)}, got {tuple(g0.shape)}")
-    chosen = choose_product_form(terms, max_iter, form, 1 if groups is None else len(groups[0]), g0=g0, topk=topk)
+    chosen = choose_product_form(terms, max_iter, form, 1 if groups is None else len(groups[0]), g0=g0, topk=topk,
+                                 active=active)
     b = None
     for t in terms:  # the order of the sums is that of the terms (deterministic)
         b = t.linear() if b is None else b + t.linear()
@@ -813,7 +834,8 @@ def masked_lasso(
         G = None
         for t in terms:
             G = t.gram() if G is None else G + t.gram()
-        res = fista_working_set(G, b, lam, g0=g0, max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused)
+        size = WORKING_SET_SIZE if g0 is not None else working_set_start(K, active)
+        res = fista_working_set(G, b, lam, g0=g0, size=size, max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused)
     elif chosen == "factor":
         hessian, bound = _factor_operator(terms)
         lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype, device=b.device))

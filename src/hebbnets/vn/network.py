@@ -275,11 +275,16 @@ class VectorNetwork(Model):
     picks the cheapest by shape. ``fused`` (an attribute for the same reason) selects FISTA's
     loop: ``"auto"`` the compiled fused loop where it applies and pays
     (``hebbnets.vn.fista.resolve_fused``), ``False`` the eager loop, ``True`` always fused.
+    ``active_estimate`` (per layer, the most atoms a sample used in the last inference; ``None``
+    before the first) lets ``"auto"`` pick the working-set solver for a solve from zeros (a
+    prediction, a training batch's first pass) where the codes have been sparse: it changes which
+    exact solver runs, never the problem (``hebbnets.vn.fista.choose_product_form``).
     """
 
     Config = VNConfig
     product_form = "auto"
     fused: bool | str = "auto"
+    active_estimate: list[int] | None = None
 
     # -- construction --------------------------------------------------------------------------
     def _build(self, spec: DataSpec) -> None:
@@ -321,8 +326,9 @@ class VectorNetwork(Model):
         if use_top_down and h_l is not None and c_out:
             terms.append(LassoTerm(c_out, layer.U, h_l, h_mask))
         top = l == len(self.layers) - 1
+        active = self.active_estimate[l] if g0 is None and self.active_estimate is not None else None
         res = masked_lasso(terms, lam, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
-                           topk=cfg.topk if top else 0, form=self.product_form, fused=self.fused)
+                           topk=cfg.topk if top else 0, form=self.product_form, fused=self.fused, active=active)
         return res.codes, res.iterations, res.converged
 
     @torch.no_grad()
@@ -418,6 +424,7 @@ class VectorNetwork(Model):
                                y_mask if l == L - 1 else None, codes[l])
             for l in range(L)
         ]
+        self.active_estimate = [int((g != 0).sum(1).max()) for g in codes]
         return Inference(
             codes=codes, inputs=inputs, targets=targets, x_mask=x_mask, y_mask=y_mask,
             energies=energies, total_energy=self.free_energy(x, y, x_mask, y_mask, codes, lams),

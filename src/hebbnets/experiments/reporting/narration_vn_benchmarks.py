@@ -260,12 +260,20 @@ def _stopping(cfg: dict[str, Any]) -> str:
 
 
 def _points_and_stopping(ctx: ReportContext, bench: Any, model: str) -> tuple[int, str]:
-    """(validation points, stopping rule) of ``model``'s entry in ``bench``'s configs file."""
+    """(validation points, stopping rule) of ``model``'s entry in ``bench``'s configs file; where
+    the bench's row of that label refits the choice at another epoch cap (a variant's
+    ``epochs``), the rule says both (the search's cap, then the final fits')."""
     entry = ctx.configs(bench.configs).get("models", {}).get(model, {})
     cfg = entry.get("config", {})
     if not _trains_by_epochs(model):
         return len(entry.get("points", [])), SOLVER_STOP
-    return len(entry.get("points", [])), (_stopping(cfg) if {"epochs", "patience"} <= set(cfg) else "?")
+    if not {"epochs", "patience"} <= set(cfg):
+        return len(entry.get("points", [])), "?"
+    rule = _stopping(cfg)
+    refit = next((v.config.get("epochs") for v in bench.variants if v.label == model), None)
+    if refit is not None and refit != cfg["epochs"]:
+        rule = f"searched at {rule}; final fits at {refit} epochs"
+    return len(entry.get("points", [])), rule
 
 
 #: the stopping rule of a model without epochs (a closed form or a library's own solver)
