@@ -1,6 +1,7 @@
 """The same-structure controls (``hebbnets.controls``): the output is ``U G V^T`` with unit factor
-columns, the feed-forward code's l1 penalty is the documented one, the implicit control's code is
-the LASSO solution and its factors stay unit norm through training, and bad input is refused."""
+columns (``U (g ⊙ S^T z)`` for the applied-weight control), the feed-forward code's l1 penalty is
+the documented one, the implicit control's code is the LASSO solution and its factors stay unit
+norm through training, and bad input is refused."""
 import pytest
 import torch
 
@@ -89,7 +90,9 @@ def test_implicit_training_lowers_the_reconstruction_error():
     ("matrix_code_ff", {"atoms_u": 0}, "atoms_u"), ("matrix_code_ff", {"l1": -1.0}, "l1"),
     ("matrix_code_ff", {"hidden": -1}, "hidden"), ("matrix_code_ff", {"nonneg": "yes"}, "nonneg"),
     ("vn_matrix_implicit", {"lam": 0.0}, "lam"), ("vn_matrix_implicit", {"atoms_s": 1.5}, "atoms_s"),
-    ("vn_matrix_implicit", {"tol": -1.0}, "tol")])
+    ("vn_matrix_implicit", {"tol": -1.0}, "tol"), ("applied_set_code_ff", {"atoms": 0}, "atoms"),
+    ("applied_set_code_ff", {"summary": 1.5}, "summary"), ("applied_set_code_ff", {"l1": -0.1}, "l1"),
+    ("applied_set_code_ff", {"nonneg": 1}, "nonneg")])
 def test_bad_config_names_the_field(name, kwargs, arg):
     with pytest.raises(ValueError, match=f"^{arg}:"):
         hn.models.make(name, **kwargs)
@@ -105,3 +108,53 @@ def test_bad_data_names_the_argument():
             hn.models.make(name, **QUIET).fit(hn.Split(img.x, img.y, x_mask=torch.ones_like(img.x)))
     with pytest.raises(ValueError, match="^x:"):  # decode input: no image energy to minimise
         hn.models.make("vn_matrix_implicit", **QUIET).fit(_decode(8))
+
+
+# -- the applied-weight control (nbody's vn_applied_set) ----------------------------------------------
+SMALL = dict(atoms=6, content=4, hidden=8, summary=4)
+
+
+def _bodies(n=40, seed=0):
+    task = hn.tasks.make("nbody", seed=seed, n_train=n, n_test=8)
+    return task.train
+
+
+def test_applied_control_composes_its_code_with_unit_atoms_and_zeros_padded_bodies():
+    split = _bodies()
+    model = hn.models.make("applied_set_code_ff", seed=0, nonneg=True, **SMALL, **QUIET).fit(split)
+    x, xm = split.x, split.x_mask
+    with torch.no_grad():
+        g = model.code(x, xm)  # (N, K)
+        body = model.encoder(x, (xm.reshape(*x.shape[:2], -1).amax(-1)))
+        z_last = body[:, :, -1]
+        by_hand = ((z_last @ unit_columns(model.S)) * g[:, None, :]) @ unit_columns(model.U).T * model.target_std
+        pred = model.predict(x, xm)
+    real = xm.reshape(*x.shape[:2], -1).amax(-1)  # (N, M) 1 for real bodies
+    assert g.shape == (len(split), 6) and bool((g >= 0).all()) and bool((g == 0).any())  # ReLU: exact zeros
+    assert pred.shape == split.y.shape
+    torch.testing.assert_close(pred, by_hand * real[..., None])
+    assert bool((real == 0).any()) and bool((pred[real == 0] == 0).all())  # padded bodies: exactly zero
+    assert bool((model.target_std != 1).any())  # standardised from the training part, as vn_applied_set
+
+
+def test_applied_control_l1_penalty_is_the_documented_term_and_training_lowers_the_error():
+    split = _bodies(96)
+    plain = hn.models.make("applied_set_code_ff", seed=0, **SMALL, **QUIET)
+    sparse = hn.models.make("applied_set_code_ff", seed=0, l1=0.3, **SMALL, **QUIET)
+    plain.build(hn.DataSpec.from_split(split))
+    sparse.build(hn.DataSpec.from_split(split))
+    sparse.load_state_dict(plain.state_dict())
+    g = plain.code(split.x, split.x_mask)
+    want = plain._loss(split) + 0.3 * g.abs().sum(1).mean() / 6
+    assert torch.allclose(sparse._loss(split), want, rtol=1e-6)
+    with torch.no_grad():
+        before = float(plain._loss(split))
+    plain.config.epochs, plain.config.patience, plain.config.lr = 30, 30, 1e-2
+    plain.fit(split)
+    assert plain.score(split) < 0.8 * before
+
+
+def test_applied_control_refuses_data_without_the_body_window_layout():
+    for split in (_images(8), hn.Split(torch.randn(8, 4), torch.randint(3, (8,)))):
+        with pytest.raises(ValueError, match="^(x|y):"):
+            hn.models.make("applied_set_code_ff", **SMALL, **QUIET).fit(split)

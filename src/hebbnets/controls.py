@@ -1,4 +1,4 @@
-"""Same-structure controls for the Vector Network's matrix readings: the structure without the mechanism.
+"""Same-structure controls for the Vector Network's matrix and applied-weight readings: the structure without the mechanism.
 
 A VN reading can win a bench through VN's mechanism (a sparse code inferred per sample by
 minimising the layer energy with FISTA, atoms learned by Atomic-Hebb) or only through the
@@ -17,11 +17,20 @@ reading is credited with its mechanism only when every control loses beyond its 
   (``hebbnets.nn.MatrixAtomLayer``: implicit differentiation on the active set, never unrolled),
   with Adam, and the unit-norm policy after every step. Reconstruct tasks only (the energy is on
   the input image).
-* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs``) need no model: a spec variant.
+* ``applied_set_code_ff`` (nbody; the applied-weight reading ``vn_applied_set``): the same body
+  encoder, atoms and output ``change_i = U (g ⊙ S^T z_i,last)`` (unit atom columns, the output in
+  the standardised target units as ``vn_applied_set``'s), but the system's code ``g`` ``(K,)``
+  comes from a feed-forward summary of its window (``set_mlp``'s: the mean over window rows of an
+  MLP of ``[z_it, change_it]``, then an MLP to ``K``), and everything trains end to end by
+  backprop, with an optional l1 penalty on ``g``. No inference, no Atomic-Hebb.
+* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set``) need no model: a
+  spec variant.
 
-Both are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
-and validation carve as every baseline. Inputs are flattened for the encoder; targets are images
-``(N, H, W)``; masked inputs and class labels are refused with one ``ValueError``.
+All are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
+and validation carve as every baseline. The matrix controls flatten their inputs for the encoder,
+need image targets ``(N, H, W)`` and refuse masked inputs and class labels with one ``ValueError``;
+``applied_set_code_ff`` takes ``nbody``'s body-window layout (padded bodies masked), checked as
+``vn_applied_set`` checks it.
 """
 from __future__ import annotations
 
@@ -34,6 +43,7 @@ from ._model import DataSpec
 from ._validation import check_int, check_positive
 from .models import register
 from .nn import MatrixAtomLayer
+from .tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes, window_summary
 from .training import BackpropModel, Callback, TrainConfig, supervised_loss
 
 
@@ -179,5 +189,79 @@ class MatrixImplicit(BackpropModel):
         return self.layer(x)
 
 
-__all__ = ["MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit", "MatrixImplicitConfig", "UnitFactors",
-           "unit_columns"]
+@dataclass
+class AppliedSetCodeFFConfig(TrainConfig):
+    """``applied_set_code_ff``: ``atoms``, ``content``, ``hidden``, ``position_dims`` as
+    ``vn_applied_set``'s (``K``, the body encoder's output size and width, leading position
+    features); ``summary``: size of the window summary the code is read from (as ``set_mlp``'s);
+    ``l1``: weight of ``l1 * mean_b ||g||_1 / K`` added to the mean squared error (0: none);
+    ``nonneg``: codes ``g >= 0`` (a ReLU)."""
+
+    atoms: int = 64
+    content: int = 32
+    hidden: int = 64
+    summary: int = 32
+    position_dims: int = 2
+    l1: float = 0.0
+    nonneg: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("atoms", "content", "hidden", "summary", "position_dims"):
+            check_int(getattr(self, name), name)
+        check_positive(self.l1, "l1", allow_zero=True)
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+@register("applied_set_code_ff")
+class AppliedSetCodeFF(BackpropModel):
+    """``change_i = U (g(window) ⊙ S^T z_i,last)`` ``(N, M, D)``: ``vn_applied_set``'s output
+    structure with a feed-forward code, trained by backprop (module docstring)."""
+
+    Config = AppliedSetCodeFFConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        self.d, self.encoder = body_set_encoder(spec, "applied_set_code_ff", cfg.content, cfg.hidden, cfg.position_dims)
+        self.phi_row = mlp(cfg.content + self.d, cfg.hidden, cfg.summary)
+        self.phi_code = mlp(cfg.summary, cfg.hidden, cfg.atoms)
+        self.S = nn.Parameter(torch.randn(cfg.content, cfg.atoms))  # (n, K), unit columns in use
+        self.U = nn.Parameter(torch.randn(self.d, cfg.atoms))  # (D, K)
+        self.register_buffer("change_std", torch.ones(self.d))  # (D,) window changes
+        self.register_buffer("target_std", torch.ones(self.d))  # (D,) targets
+        self.register_buffer("standardised", torch.zeros((), dtype=torch.bool))
+
+    def training_callbacks(self) -> list[Callback]:
+        return [Standardise(), *super().training_callbacks()]
+
+    def _parts(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(code ``g`` ``(B, K)``, last contents ``(B, M, n)``, body mask ``(B, M)``)."""
+        body = body_mask(x, x_mask)
+        z = self.encoder(x, body)  # (B, M, W, n)
+        h = window_summary(self.phi_row, z, window_changes(x, self.d) / self.change_std, body)
+        g = self.phi_code(h)
+        return (torch.relu(g) if self.config.nonneg else g), z[:, :, -1], body
+
+    def code(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The code ``g`` ``(N, K)`` of each system's window ``x`` ``(N, M, W, F)``."""
+        return self._parts(x, x_mask)[0]
+
+    def compose(self, g: torch.Tensor, z_last: torch.Tensor) -> torch.Tensor:
+        """``U (g ⊙ S^T z)`` in the target's units: ``(B, K)``, ``(B, M, n)`` -> ``(B, M, D)``."""
+        return ((z_last @ unit_columns(self.S)) * g[:, None, :]) @ unit_columns(self.U).T * self.target_std
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        g, z_last, body = self._parts(x, x_mask)
+        return self.compose(g, z_last) * body[..., None]
+
+    def _loss(self, batch) -> torch.Tensor:
+        g, z_last, body = self._parts(batch.x, batch.x_mask)
+        loss = supervised_loss(self.compose(g, z_last) * body[..., None], batch, self.spec)
+        if self.config.l1:
+            loss = loss + self.config.l1 * g.abs().sum(1).mean() / self.config.atoms
+        return loss
+
+
+__all__ = ["AppliedSetCodeFF", "AppliedSetCodeFFConfig", "MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit",
+           "MatrixImplicitConfig", "UnitFactors", "unit_columns"]

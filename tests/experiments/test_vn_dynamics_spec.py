@@ -104,3 +104,52 @@ def test_the_cut_section_states_this_runs_sizes_and_searches():
         counts = {s.n_points for s in bench.tuning.values()}
         assert counts == {nd._points(bench)}
         assert f"{nd._points(bench)} validation points per tuned model" in cuts
+
+
+def _spread_ctx(table):
+    """``table``: {label: {split: next-step mse}}, three seeds at 0.9x, 1x and 1.1x the value."""
+    entries = [_fit(lab, seed, {(s, "mse"): v * f for s, v in splits.items()})
+               for lab, splits in table.items() for seed, f in enumerate((0.9, 1.0, 1.1))]
+    return ReportContext(vd.SPEC, "quick", entries, out=".")
+
+
+WIN = {"vn_applied_set": {"id": 0.05, "ood_forces": 0.10, "ood_both": 0.5},
+       "gnn": {"id": 0.04, "ood_forces": 0.20, "ood_both": 0.4},
+       "applied_set_code_ff": {"id": 0.01, "ood_forces": 0.01, "ood_both": 0.01}}
+
+
+def test_controls_are_never_baselines_nor_learned_models():
+    ctx = _spread_ctx(WIN)
+    assert "applied_set_code_ff" not in nd.baselines(ctx, "nbody", NB)
+    assert "applied_set_code_ff" not in nd.learned(ctx, "nbody", NB)
+    assert set(NB.controls) == {"applied_set_code_ff", "vn_applied_set-dense"}
+    assert {v.label for v in vd.NBODY.variants} >= set(NB.controls)  # every control is planned on the bench
+
+
+def _mechanism(ctx):
+    return nd.mechanism_claim("nbody", "vn_applied_set", NB, "mse")(ctx)
+
+
+def test_mechanism_verdict_is_decided_on_the_splits_the_reading_wins():
+    # both controls 10x worse on ood_forces (the only OOD win; ood_both is a loss and is not asked)
+    table = {**WIN, "applied_set_code_ff": {"id": 0.05, "ood_forces": 1.0, "ood_both": 0.01},
+             "vn_applied_set-dense": {"id": 0.05, "ood_forces": 1.0, "ood_both": 0.01}}
+    v = _mechanism(_spread_ctx(table))
+    assert v.verdict == "holds, and the mechanism is needed"
+    assert "`vn_applied_set` below the best baseline on ood_forces (0.5x gnn)" in v.evidence
+    assert "ood_both" not in v.evidence.split(". ")[1]
+    assert v.effect == "10x (ood_forces)"
+    # one control as good (equal errors): the win is the structure's
+    table["vn_applied_set-dense"] = dict(WIN["vn_applied_set"])
+    assert _mechanism(_spread_ctx(table)).verdict == "holds only through the structure"
+    # a control with fewer seeds than the reading decides nothing (while no other is as good)
+    table["vn_applied_set-dense"] = {"id": 0.05, "ood_forces": 1.0}
+    ctx = _spread_ctx(table)
+    ctx = ReportContext(vd.SPEC, "quick", [e for e in ctx.entries if not (e["model"] == "vn_applied_set-dense"
+                                                                           and e["seed"] == 2)], out=".")
+    v = _mechanism(ctx)
+    assert v.verdict == "undecided" and "`vn_applied_set-dense` not run on the reading's 3 seeds" in v.evidence
+    # no OOD win: nothing to credit
+    table = {**WIN, "vn_applied_set": {"id": 0.05, "ood_forces": 0.3, "ood_both": 0.5}}
+    assert _mechanism(_spread_ctx(table)).verdict == "does not hold"
+    assert _mechanism(_spread_ctx({"gnn": WIN["gnn"]})).verdict is None

@@ -21,7 +21,7 @@ from .._model import DataSpec
 from .._validation import check_int
 from ..models import register
 from ..training import BackpropModel, Callback, TrainConfig
-from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes
+from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes, window_summary
 
 
 @dataclass
@@ -58,9 +58,7 @@ class SetMLP(BackpropModel):
         body = body_mask(x, x_mask)  # (B, M)
         z = self.encoder(x, body)  # (B, M, W, n)
         change = window_changes(x, self.d) / self.change_std  # (B, M, W-1, D)
-        rows = self.phi_row(torch.cat([z[:, :, :-1], change], -1))  # (B, M, W-1, summary)
-        w = body[:, :, None, None]
-        h = (rows * w).sum((1, 2)) / (w.sum((1, 2)) * rows.shape[2]).clamp_min(1)  # (B, summary)
+        h = window_summary(self.phi_row, z, change, body)  # (B, summary)
         last = z[:, :, -1]  # (B, M, n)
         out = self.phi_head(torch.cat([last, h[:, None].expand(-1, last.shape[1], -1)], -1))
         return out * body[..., None]

@@ -84,6 +84,16 @@ class Standardise(Callback):
         model.standardised.fill_(True)
 
 
+def window_summary(phi_row: nn.Module, z: torch.Tensor, change: torch.Tensor, body: torch.Tensor) -> torch.Tensor:
+    """A system's window as one vector, as a conditional neural process summarises its context:
+    the mean over real window rows of ``phi_row([z_it, change_it])``. ``z`` ``(B, M, W, n)``
+    contents (the last step is left out), ``change`` ``(B, M, W-1, D)``, ``body`` ``(B, M)`` ->
+    ``(B, summary)``."""
+    rows = phi_row(torch.cat([z[:, :, :-1], change], -1))  # (B, M, W-1, summary)
+    w = body[:, :, None, None]
+    return (rows * w).sum((1, 2)) / (w.sum((1, 2)) * rows.shape[2]).clamp_min(1)
+
+
 def mlp(d_in: int, hidden: int, d_out: int) -> nn.Sequential:
     """Two hidden GELU layers, ``(..., d_in) -> (..., d_out)``: every learned map of the encoder and of ``set_mlp``."""
     return nn.Sequential(nn.Linear(d_in, hidden), nn.GELU(), nn.Linear(hidden, hidden), nn.GELU(), nn.Linear(hidden, d_out))
@@ -130,4 +140,4 @@ class BodyEncoder(nn.Module):
 
 
 __all__ = ["BodyEncoder", "Standardise", "body_mask", "body_set_encoder", "check_window_layout", "mlp", "standardisers",
-           "window_changes"]
+           "window_changes", "window_summary"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any, Callable
 
-from .queries import errors, located, log_ratio_interval, ratio_effect, seeds_text
+from .queries import (CONTROL_MARGIN, control_outcome, control_tests, control_tests_text, located, ratio_effect,
+                      seeds_text)
 from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, fmt, ood_id_ratio, unrun_line
 
 #: the benches that carry the paper's claim, in report order
@@ -61,9 +62,8 @@ PAPER_NAMED = {"functions1d": ("transformer", "mamba"), "spatial2d": ("cnn", "va
 #: the paper's pattern: ID parity (within this factor of the best baseline) and OOD error about
 #: 10x lower (at most this factor of the best baseline on every OOD split)
 ID_PARITY, OOD_FACTOR = 1.25, 0.2
-#: a reconstruct result is carried by shared factors only if the no-shared-factor control's OOD
-#: error is at least this many times the shared model's
-CONTROL_MARGIN = 2.0
+#: CONTROL_MARGIN (queries): also the factor by which the no-shared-factor control's OOD error must
+#: exceed the shared model's for a reconstruct result to be carried by shared factors
 #: a control decides a verdict only on at least this many seeds (and as many as the reading has)
 MIN_SEEDS = 3
 #: same-structure controls (issue 29; ``hebbnets.controls``): each keeps a reading's structure (its
@@ -913,24 +913,6 @@ def ood_claim(bench: str) -> Callable[[ReportContext], Verdict]:
     return _split_claim(bench, ood=True)
 
 
-def _control_tests(ctx: ReportContext, bench: str, reading: str, ctl: str) -> list[tuple[str, float, float, float, float]]:
-    """Per OOD split: ``(split, control / reading mean error, 95 % interval lo, hi, Welch p)`` (log errors)."""
-    m = _metric(ctx, bench)
-    out = []
-    for s in _ood_splits(ctx, bench, m):
-        a, b = ctx.cell(bench, ctl, s, m), ctx.cell(bench, reading, s, m)
-        if a is None or b is None:
-            continue
-        lo, hi, p = log_ratio_interval(errors(a), errors(b))
-        out.append((s, a.mean / b.mean, lo, hi, p))
-    return out
-
-
-def _tests_text(tests: list[tuple[str, float, float, float, float]]) -> str:
-    return ", ".join(f"{s} {fmt(r)}x" + ("" if math.isnan(lo) else f" [{fmt(lo, 2)}, {fmt(hi, 2)}], p {fmt(p, 2)}")
-                     for s, r, lo, hi, p in tests)
-
-
 def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
     """Whether the bench's VN reading needs VN's mechanism (issue 29): each same-structure control's
     OOD error / the reading's, with its 95 % interval and Welch test on log errors. Holds with the
@@ -947,9 +929,10 @@ def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
         n_read, seeds = _seeds(ctx, bench, reading)
         in_spec = {v.label for v in ctx.spec.bench(bench).variants}
         planned = {c: d for c, d in SAME_STRUCTURE.get(reading, {}).items() if c in in_spec}
-        ran = {c: _control_tests(ctx, bench, reading, c) for c in planned
+        m = _metric(ctx, bench)
+        ran = {c: control_tests(ctx, bench, reading, c, m, _ood_splits(ctx, bench, m)) for c in planned
                if _seeds(ctx, bench, c)[0] >= max(MIN_SEEDS, n_read)}
-        lines = [f"`{c}` / `{reading}`: {_tests_text(t)}" for c, t in ran.items()]
+        lines = [f"`{c}` / `{reading}`: {control_tests_text(t)}" for c, t in ran.items()]
         notes = tuple(f"{bench}, same-structure control `{c}`: {planned[c]}." for c in ran)
         # the decisive control: the one closest to the reading (smallest lower bound on any split)
         close = min(((t[2] if not math.isnan(t[2]) else t[1], c, t) for c, ts in ran.items() for t in ts),
@@ -965,18 +948,14 @@ def mechanism_claim(bench: str) -> Callable[[ReportContext], Verdict]:
         if not planned:
             return Verdict("undecided", f"{short}; no same-structure control exists for `{reading}` on this bench.",
                            **base)
-        worse = {c: bool(t) and all(lo > 1 for _, _, lo, _, _ in t) for c, t in ran.items()}
-        # as good: within its interval on every OOD split and less than CONTROL_MARGIN worse in the mean
-        match = [c for c, t in ran.items() if all(not lo > 1 and r < CONTROL_MARGIN for _, r, lo, _, _ in t)]
+        worse, match, word = control_outcome(ran)
         if len(ran) < len(planned) and not match:  # one control as good decides alone; crediting needs them all
             missing = ", ".join(f"`{c}`" for c in planned if c not in ran)
             return Verdict("undecided", f"{short}; control {missing} not run on the reading's {n_read} seeds.", **base)
-        word = ("holds, and the mechanism is needed" if all(worse.values()) else
-                "holds only through the structure" if match else "not resolvable at this size")
         names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
         unrun = [c for c in planned if c not in ran]
         return Verdict(word, "; ".join(lines) + f". Worse beyond its interval on every OOD split: "
-                       f"{names(c for c, w in worse.items() if w)}; as good within it: {names(match)}"
+                       f"{names(worse)}; as good within it: {names(match)}"
                        + (f"; not run on the reading's seeds: {names(unrun)}" if unrun else "") + ".", **base)
     return check
 

@@ -8,10 +8,10 @@ Every number is read from the records (``ctx``), the spec's benches or the task 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .queries import located, ratio_effect, seeds_text
+from .queries import control_outcome, control_tests, control_tests_text, located, ratio_effect, seeds_text
 from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, ood_id_ratio, report_pages
 
 
@@ -19,12 +19,15 @@ from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, ood_id_rat
 class Roles:
     """Who is who on a bench: ``vn`` the VN readings, ``paper`` the baselines the VN paper names,
     ``references`` model-free rows (shown, never a baseline), ``trivial`` baselines that need no
-    learning (counted as baselines, never as a "learned model")."""
+    learning (counted as baselines, never as a "learned model"), ``controls`` same-structure
+    controls of a reading (``{label: what it replaces}``; shown, never a baseline: they only
+    decide whether a reading's win needs VN's mechanism)."""
 
     vn: tuple[str, ...]
     paper: tuple[str, ...]
     references: tuple[str, ...] = ()
     trivial: tuple[str, ...] = ()
+    controls: dict[str, str] = field(default_factory=dict)
 
 
 # -- helpers over the records -----------------------------------------------------------------------
@@ -39,12 +42,14 @@ def best(ctx: ReportContext, bench: str, split: str, metric: str, among: tuple[s
 
 
 def baselines(ctx: ReportContext, bench: str, roles: Roles) -> tuple[str, ...]:
-    """Every label that is neither a VN reading nor a reference (the trivial baselines included)."""
-    return tuple(lab for lab in ctx.labels(bench) if lab not in roles.vn and lab not in roles.references)
+    """Every label that is neither a VN reading, a reference nor a control (the trivial baselines included)."""
+    return tuple(lab for lab in ctx.labels(bench)
+                 if lab not in roles.vn and lab not in roles.references and lab not in roles.controls)
 
 
 def learned(ctx: ReportContext, bench: str, roles: Roles) -> tuple[str, ...]:
-    return tuple(lab for lab in ctx.labels(bench) if lab not in roles.trivial and lab not in roles.references)
+    return tuple(lab for lab in ctx.labels(bench)
+                 if lab not in roles.trivial and lab not in roles.references and lab not in roles.controls)
 
 
 def ratio(a: Any, b: Any) -> float:
@@ -179,6 +184,53 @@ def ratio_table(bench: str, roles: Roles, metrics: tuple[str, ...]) -> Callable[
             lines.append("")
         return lines
     return render
+
+
+#: a control decides the mechanism verdict only on at least this many seeds (and the reading's)
+MIN_CONTROL_SEEDS = 3
+
+
+def mechanism_claim(bench: str, reading: str, roles: Roles, metric: str) -> Callable[[ReportContext], Verdict]:
+    """Whether ``reading``'s wins need VN's mechanism (issue 29), on the OOD splits where its mean
+    error is below the best baseline's: each same-structure control (``roles.controls``) against
+    the reading there, with the 95 % interval and Welch test on log errors. Holds, and the mechanism
+    is needed: every control worse beyond its interval on every such split; holds only through the
+    structure: a control as good there (``queries.control_outcome``); not resolvable at this size:
+    neither; does not hold: the reading wins no OOD split; undecided: a control not run on the
+    reading's seeds (unless another is already as good)."""
+    def check(ctx: ReportContext) -> Verdict:
+        base = baselines(ctx, bench, roles)
+        if reading not in ctx.labels(bench) or not base:
+            return Verdict(None, "no records yet.")
+        top = {s: best(ctx, bench, s, metric, base) for s in splits(ctx, bench, metric) if s != "id"}
+        cells = {s: ctx.cell(bench, reading, s, metric) for s in top}
+        wins = [s for s, c in cells.items() if c is not None and top[s] is not None and c.mean < top[s].mean]
+        if not wins:
+            return Verdict("does not hold", f"`{reading}` is below the best baseline on no OOD split: no win to credit.",
+                           against="the best baseline", reading=reading)
+        n_read = min(cells[s].n for s in wins)
+        planned = {c: d for c, d in roles.controls.items() if c in {v.label for v in ctx.spec.bench(bench).variants}}
+        ran = {c: control_tests(ctx, bench, reading, c, metric, wins) for c in planned
+               if min((cell.n for s in wins if (cell := ctx.cell(bench, c, s, metric))), default=0)
+               >= max(MIN_CONTROL_SEEDS, n_read)}
+        won = "`" + reading + "` below the best baseline on " + ", ".join(
+            f"{s} ({fmt(cells[s].mean / top[s].mean)}x {top[s].label})" for s in wins)
+        lines = [f"`{c}` / `{reading}`: {control_tests_text(t)}" for c, t in ran.items()]
+        close = min(((t[2], c, t) for c, ts in ran.items() for t in ts), default=None, key=lambda x: x[0])
+        common = dict(effect=f"{fmt(close[2][1])}x ({close[2][0]})" if close else "—",
+                      against=f"`{close[1]}` (same structure)" if close else "—", reading=reading,
+                      seeds=seeds_text(*(cells[s] for s in wins)),
+                      notes=tuple(f"{bench}, same-structure control `{c}`: {planned[c]}." for c in ran))
+        if not planned:
+            return Verdict("undecided", f"{won}; no same-structure control is planned.", **common)
+        worse, match, word = control_outcome(ran)
+        if len(ran) < len(planned) and not match:
+            missing = ", ".join(f"`{c}`" for c in planned if c not in ran)
+            return Verdict("undecided", f"{won}; control {missing} not run on the reading's {n_read} seeds.", **common)
+        names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
+        return Verdict(word, f"{won}. " + "; ".join(lines) + f". Worse beyond its interval on every such split: "
+                       f"{names(worse)}; as good within it: {names(match)}.", **common)
+    return check
 
 
 def _against(labels: dict[str, str]) -> str:

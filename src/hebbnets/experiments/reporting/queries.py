@@ -101,6 +101,44 @@ def ratio_effect(mine: Cell | None, other: Cell | None) -> tuple[str, Point | No
     return text, Point("", mine.split, mine.label, other.label, r, per_seed), r
 
 
+#: a same-structure control "does as well" as a VN reading when, on every split compared, its 95 %
+#: interval reaches 1 and its mean error is less than this many times the reading's
+CONTROL_MARGIN = 2.0
+#: (split, control / reading mean error, 95 % interval lo, hi, Welch p) on log errors
+ControlTest = tuple[str, float, float, float, float]
+
+
+def control_tests(ctx: ReportContext, bench: str, reading: str, control: str, metric: str | None,
+                  splits: Iterable[str]) -> list[ControlTest]:
+    """Per split of ``splits`` where both rows have records: the control's error against the reading's."""
+    out = []
+    for s in splits:
+        a, b = ctx.cell(bench, control, s, metric), ctx.cell(bench, reading, s, metric)
+        if a is None or b is None:
+            continue
+        lo, hi, p = log_ratio_interval(errors(a), errors(b))
+        out.append((s, a.mean / b.mean, lo, hi, p))
+    return out
+
+
+def control_tests_text(tests: list[ControlTest]) -> str:
+    return ", ".join(f"{s} {fmt(r)}x" + ("" if math.isnan(lo) else f" [{fmt(lo, 2)}, {fmt(hi, 2)}], p {fmt(p, 2)}")
+                     for s, r, lo, hi, p in tests)
+
+
+def control_outcome(ran: dict[str, list[ControlTest]]) -> tuple[list[str], list[str], str]:
+    """``(worse, as_good, word)`` over the controls that ran: the controls worse beyond their
+    interval on every split, those as good (within it and under ``CONTROL_MARGIN`` on every split),
+    and the verdict word: every control worse -> the mechanism is needed; one as good -> only the
+    structure; otherwise not resolvable at this size (mixed, or worse in the mean with an interval
+    too wide to say so). The caller decides first whether enough controls ran."""
+    worse = [c for c, t in ran.items() if t and all(lo > 1 for _, _, lo, _, _ in t)]
+    match = [c for c, t in ran.items() if all(not lo > 1 and r < CONTROL_MARGIN for _, r, lo, _, _ in t)]
+    word = ("holds, and the mechanism is needed" if ran and len(worse) == len(ran) else
+            "holds only through the structure" if match else "not resolvable at this size")
+    return worse, match, word
+
+
 def seeds_text(*cells: Cell | None) -> str:
     """The seeds behind a comparison: ``"0,1,2"`` when every cell has the same, else per label."""
     present = [c for c in cells if c is not None]
