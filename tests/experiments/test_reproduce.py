@@ -37,17 +37,22 @@ def test_toy_spec_end_to_end_at_smoke_scale(tmp_path, capsys):
     assert any("2 already in" in line and "0 to run" in line for line in logs)
 
 
-def test_the_run_stage_uses_the_configs_the_tune_stage_just_wrote_into_the_package(tmp_path, monkeypatch):
+@pytest.mark.parametrize("calls", [[["tune", "run"]], [["tune"], ["run"]]], ids=["one call", "two calls"])
+def test_the_run_stage_uses_the_configs_the_tune_stage_just_wrote_into_the_package(tmp_path, monkeypatch, calls):
     """With the package's own configs (quick scale in the checkout), a task generated before the
-    tune stage carries the old choice: the run stage must not use it."""
+    tune stage carries the old choice: the run stage must not use it, also when it runs in a
+    later ``reproduce`` call of the same process (the tune stage's own seed-0 task is cached)."""
     from hebbnets.experiments import _reproduce
 
     package = tmp_path / "package_configs"
     package.mkdir()
-    (package / "toy_atoms.json").write_bytes((_configs.PACKAGE_DIR / "toy_atoms.json").read_bytes())
+    before = json.loads((_configs.PACKAGE_DIR / "toy_atoms.json").read_text())
+    before["models"]["vn"]["config"]["lam"] = 0.5  # a choice no point of the search has: stale if it survives
+    (package / "toy_atoms.json").write_text(json.dumps(before))
     monkeypatch.setattr(_configs, "PACKAGE_DIR", package)
     monkeypatch.setattr(_reproduce, "configs_dir", lambda out, scale: None)  # as for quick in the checkout
-    reproduce("toy", ["tune", "run"], scale="smoke", out=tmp_path / "out", log=None, models=["vn"])
+    for stages in calls:
+        reproduce("toy", stages, scale="smoke", out=tmp_path / "out", log=None, models=["vn"])
     tuned = json.loads((package / "toy_atoms.json").read_text())["models"]["vn"]
     assert tuned["commit"] is None or tuned["scale"] == "smoke"  # written by this tune, into the package
     [fit] = [e for e in RecordStore(tmp_path / "out" / "records" / "toy.jsonl").entries() if e["protocol"] == "fit"]

@@ -24,7 +24,7 @@ from ..tasks import _configs
 from ._protocols import _higher_is_better
 from .reporting import build_report
 from .reporting.scorecard import build_scorecard
-from ._run import Job, execute, make_task, resolve_config, stderr_log
+from ._run import Job, clear_task_cache, execute, make_task, resolve_config, stderr_log
 from ._spec import Bench, Grid, Moves, Spec, get_spec, project_specs, spec_names
 from ._store import RecordStore, fit_key, jsonable, provenance
 
@@ -157,7 +157,11 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
                          "points": [{k: v for k, v in p.items() if k != "key"} for p in st["points"]], **where}
     doc = {"task": bench.task, "params": jsonable({k: v for k, v in bench.params.items() if k == "mode"}),
            "metric": task.metric, "models": doc_models}
-    return _configs.update(bench.configs, doc, configs_dir(out, scale))
+    path = _configs.update(bench.configs, doc, configs_dir(out, scale))
+    # every task generated so far (this search's own seed-0 task included) carries the choice made
+    # before: any later plan in this process, in this call or the next, must generate it again
+    clear_task_cache()
+    return path
 
 
 def _validation_seed() -> int:
@@ -179,7 +183,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
     oversubscription when other work shares the machine, and the same records on both backends);
     ``None`` keeps the process's setting. ``device``: where every fit trains (``execute``)."""
     from .._validation import resolve_device
-    from ._run import clear_task_cache, plan_spec
+    from ._run import plan_spec
 
     if device is not None:
         resolve_device(device)  # before any planning or training
@@ -201,8 +205,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
                                       models=models, threads=threads, device=device)
                     if path is not None and log:
                         log(f"wrote {path}")
-            if "run" in stages:  # configs may have changed: plan again, with freshly generated tasks
-                clear_task_cache()
+            if "run" in stages:  # configs may have changed: plan again (tune_bench cleared the task cache)
                 plans[spec.name] = plan_spec(spec, scale, benches=_mine(spec, benches), seeds=seeds, models=models,
                                              chosen=_chosen_for(out, scale))
         if "run" in stages:
