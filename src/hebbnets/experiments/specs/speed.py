@@ -30,7 +30,7 @@ WARM_START_F1D = Measure("vn_warm_start_functions1d", "vn_warm_start", {"task": 
                          scales={"smoke": {"params": {"mode": "masked", "n_train": 48, "n_test": 12, "length": 16}}},
                          title="VN warm starts across epochs (functions1d masked)")
 WARM_START_MNIST = Measure("vn_warm_start_mnist_matrix", "vn_warm_start",
-                           {"task": "mnist_comp", "params": {"mode": "reconstruct"}, "model": "vn_matrix"},
+                           {"task": "mnist_comp", "params": {"mode": "reconstruct"}, "model": "vn_matrix", "fast": True},
                            scales={"smoke": {"params": {"mode": "reconstruct", "n_train": 48, "n_test": 12}}},
                            title="VN warm starts across epochs (vn_matrix, mnist_comp reconstruct)")
 WARM_STARTS = (WARM_START, WARM_START_F1D, WARM_START_MNIST)
