@@ -40,7 +40,7 @@ import torch
 from torch import nn
 
 from ._model import DataSpec
-from ._validation import check_int, check_positive
+from ._validation import check_int, check_int_fields, check_positive
 from .models import register
 from .nn import MatrixAtomLayer
 from .tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes, window_summary
@@ -207,8 +207,7 @@ class AppliedSetCodeFFConfig(TrainConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name in ("atoms", "content", "hidden", "summary", "position_dims"):
-            check_int(getattr(self, name), name)
+        check_int_fields(self, ("atoms", "content", "hidden", "summary", "position_dims"))
         check_positive(self.l1, "l1", allow_zero=True)
         if not isinstance(self.nonneg, bool):
             raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
