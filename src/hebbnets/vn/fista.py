@@ -355,10 +355,9 @@ def fista(
         raise ValueError(f"g0: expected shape {tuple(b.shape)} (like b), got {tuple(g0.shape)}")
     if topk and not monotone:
         raise ValueError("monotone: top-k is non-convex; only the monotone variant is safe with topk > 0")
-    if not isinstance(fused, bool) and fused != "auto":
-        raise ValueError(f"fused: expected True, False or 'auto', got {fused!r}")
     if fused is True and (topk or record_history):
         raise ValueError("fused: the fused loop has no top-k step and records no history; use fused=False")
+    use_fused = resolve_fused(fused, b, topk, record_history)  # refuses anything but True, False, "auto"
     if check_every is None:
         check_every = 1 if b.device.type == "cpu" else ACCELERATOR_CHECK_EVERY
     if isinstance(check_every, bool) or not isinstance(check_every, int) or check_every < 1:
@@ -372,7 +371,7 @@ def fista(
     step_b = step * b  # hoisted out of the loop
 
     x_prev = torch.zeros_like(b) if g0 is None else g0.clone()
-    if resolve_fused(fused, b, topk, record_history):
+    if use_fused:
         shape = b.shape  # the kernels work on (B, K) rows: matrix codes are flattened around them
         flat = lambda v: v.reshape(B, -1)  # noqa: E731
         x, f, it, converged = _fista_fused(lambda v: flat(hessian(v.reshape(shape))), flat(b), lam, step.reshape(-1, 1),
