@@ -110,11 +110,19 @@ def epoch_row(model_name: str, device: torch.device, n_train: int) -> dict[str, 
 def rsgn_row(n_nodes: int, seq_len: int, device: torch.device) -> dict[str, Any]:
     from hebbnets.rsgn._speed import training_step_cost
 
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
     row = training_step_cost("rsgn", n_nodes, seq_len, repeats=1, device=device)
-    return {"part": "rsgn_step", **{k: v for k, v in row.items() if isinstance(v, (int, float, str, bool))}}
+    out = {"part": "rsgn_step", **{k: v for k, v in row.items() if isinstance(v, (int, float, str, bool))}}
+    if device.type == "cuda":  # peak_rss_gb is the host process; the model's tensors live on the device
+        out["peak_device_gb"] = torch.cuda.max_memory_allocated(device) / 2**30
+    return out
 
 
-def run(device: torch.device, sizes: dict[str, Any]) -> list[dict[str, Any]]:
+def run(device: torch.device, sizes: dict[str, Any],
+        on_row: Callable[[list[dict[str, Any]]], None] = lambda rows: None) -> list[dict[str, Any]]:
+    """Every part in turn; ``on_row(rows)`` after each (the caller saves them, so a run stopped by a
+    time limit keeps the parts that finished)."""
     parts: list[tuple[str, Callable[[], dict[str, Any]]]] = []
     parts += [(f"vn_inference {B}x{K}x{n}", lambda B=B, K=K, n=n: inference_row(B, K, n, device))
               for B, K, n in sizes["sizes"]]
@@ -129,6 +137,7 @@ def run(device: torch.device, sizes: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append({"name": name, "ok": False, "error": f"{type(exc).__name__}: {exc}",
                          "where": traceback.format_exc().strip().splitlines()[-3:]})
         print(_line(rows[-1]), flush=True)
+        on_row(rows)
     return rows
 
 
@@ -141,7 +150,8 @@ def _line(row: dict[str, Any]) -> str:
                 f"({row['matmul_gflops']:.0f} GFLOP/s)")
     if row["part"] == "epoch":
         return f"{row['name']:<32} {row['seconds']:8.2f} s/epoch  {row['samples_per_s']:,.0f} samples/s"
-    return f"{row['name']:<32} {row.get('step_s', float('nan')):8.2f} s/step  peak {row.get('peak_rss_gb', float('nan')):.2f} GiB"
+    return (f"{row['name']:<32} {row.get('step_s', float('nan')):8.2f} s/step  peak {row.get('peak_rss_gb', float('nan')):.2f} GiB "
+            f"host, {row.get('peak_device_gb', float('nan')):.2f} GiB device")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -159,12 +169,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or platform.machine()
     print(f"device {device} ({name}), torch {torch.__version__}, {torch.get_num_threads()} CPU threads")
-    rows = run(device, SMOKE if args.smoke else FULL)
-    if args.out:
-        path = Path(args.out)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps({"device": str(device), "device_name": name, "torch": torch.__version__,
-                                    "smoke": args.smoke, "rows": rows}, indent=1) + "\n")
+
+    def save(rows: list[dict[str, Any]]) -> None:
+        if args.out:
+            path = Path(args.out)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({"device": str(device), "device_name": name, "torch": torch.__version__,
+                                        "smoke": args.smoke, "rows": rows}, indent=1) + "\n")
+
+    rows = run(device, SMOKE if args.smoke else FULL, on_row=save)
     return 0 if all(r["ok"] for r in rows) else 1
 
 
