@@ -393,7 +393,7 @@ def cuts(ctx: ReportContext) -> list[str]:
     nb_stop, mn_stop = _stop(nb), _stop(mn)
     return [
         "## What this run cut (compute)", "",
-        "Both benches, 3 seeds each, ran as single-thread processes on a shared 2-core machine. The design: 6 validation "
+        f"Both benches, {len(nb.seeds)} seeds each, ran as single-thread processes on a shared 2-core machine. The design: 6 validation "
         "points per tuned model on both benches, epoch caps of 200 on nbody (patience 10) and 100 on mnist transform "
         f"(patience 5), and the tasks' quick-scale set sizes ({nb_task['n_train']:,} nbody training systems, "
         f"{mn_task['n_train']:,} mnist samples). This run cut, **equally for every model of a bench**:", "",
