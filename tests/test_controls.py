@@ -7,7 +7,8 @@ import torch
 
 import hebbnets as hn
 from hebbnets.controls import unit_columns
-from hebbnets.vn.fista import kkt_violation
+import hebbnets.controls
+from hebbnets.vn.fista import fista_gram, kkt_violation
 
 QUIET = dict(progress=False, epochs=3, batch_size=16)
 
@@ -92,7 +93,9 @@ def test_implicit_training_lowers_the_reconstruction_error():
     ("vn_matrix_implicit", {"lam": 0.0}, "lam"), ("vn_matrix_implicit", {"atoms_s": 1.5}, "atoms_s"),
     ("vn_matrix_implicit", {"tol": -1.0}, "tol"), ("applied_set_code_ff", {"atoms": 0}, "atoms"),
     ("applied_set_code_ff", {"summary": 1.5}, "summary"), ("applied_set_code_ff", {"l1": -0.1}, "l1"),
-    ("applied_set_code_ff", {"nonneg": 1}, "nonneg")])
+    ("applied_set_code_ff", {"nonneg": 1}, "nonneg"), ("applied_set_implicit", {"lam": 0.0}, "lam"),
+    ("applied_set_implicit", {"beta": -1.0}, "beta"), ("applied_set_implicit", {"max_iter": 0}, "max_iter"),
+    ("applied_set_implicit", {"nonneg": "no"}, "nonneg")])
 def test_bad_config_names_the_field(name, kwargs, arg):
     with pytest.raises(ValueError, match=f"^{arg}:"):
         hn.models.make(name, **kwargs)
@@ -112,6 +115,7 @@ def test_bad_data_names_the_argument():
 
 # -- the applied-weight control (nbody's vn_applied_set) ----------------------------------------------
 SMALL = dict(atoms=6, content=4, hidden=8, summary=4)
+IMPLICIT = dict(atoms=6, content=4, hidden=8, lam=0.02)
 
 
 def _bodies(n=40, seed=0):
@@ -154,7 +158,84 @@ def test_applied_control_l1_penalty_is_the_documented_term_and_training_lowers_t
     assert plain.score(split) < 0.8 * before
 
 
-def test_applied_control_refuses_data_without_the_body_window_layout():
+@pytest.mark.parametrize("name, kwargs", [("applied_set_code_ff", SMALL), ("applied_set_implicit", IMPLICIT)])
+def test_applied_controls_refuse_data_without_the_body_window_layout(name, kwargs):
     for split in (_images(8), hn.Split(torch.randn(8, 4), torch.randint(3, (8,)))):
         with pytest.raises(ValueError, match="^(x|y):"):
-            hn.models.make("applied_set_code_ff", **SMALL, **QUIET).fit(split)
+            hn.models.make(name, **kwargs, **QUIET).fit(split)
+
+
+# -- the implicit applied-weight control: vn_applied_set's FISTA code, atoms learned through the solution --
+def _polished(G, b, lam, **kwargs):
+    """``fista_gram``, then each code solved exactly on the active set FISTA found (``G_AA g_A =
+    b_A - lam sign(g_A)``): the finite differences below need codes exact to float64 precision."""
+    res = fista_gram(G, b, lam, **kwargs)
+    g = res.codes.clone()
+    for i in range(len(g)):
+        act = g[i] != 0
+        if bool(act.any()):
+            g[i, act] = torch.linalg.solve(G[i][act][:, act], b[i, act] - lam * torch.sign(g[i, act]))
+    res.codes = g
+    return res
+
+
+def test_applied_implicit_gradient_matches_central_differences(monkeypatch):
+    monkeypatch.setattr(hebbnets.controls, "fista_gram", _polished)
+    split = _bodies()
+    model = hn.models.make("applied_set_implicit", seed=0, max_iter=3000, tol=1e-10, **IMPLICIT, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    model.double().eval()
+    x, xm, y = split.x.double(), split.x_mask.double(), split.y.double()
+
+    def loss() -> torch.Tensor:
+        return ((model._forward(x, xm) - y) ** 2).sum()
+
+    loss().backward()
+    assert bool((model.code(x, xm) == 0).any())  # some atoms inactive: the active-set solve is exercised
+    checked = 0
+    for p in (model.U, model.S, *model.encoder.parameters()):
+        grad, flat = p.grad.flatten().clone(), p.data.view(-1)
+        for j in range(0, flat.numel(), max(1, flat.numel() // 4)):
+            with torch.no_grad():
+                flat[j] += 1e-6
+                up = float(loss())
+                flat[j] -= 2e-6
+                down = float(loss())
+                flat[j] += 1e-6
+            fd = (up - down) / 2e-6
+            assert abs(float(grad[j]) - fd) <= 1e-4 * max(abs(fd), 1e-3), (p.shape, j, float(grad[j]), fd)
+            checked += 1
+    assert checked > 20
+
+
+def test_applied_implicit_codes_solve_the_window_lasso_and_padded_bodies_are_zero():
+    split = _bodies()
+    model = hn.models.make("applied_set_implicit", seed=0, max_iter=2000, tol=1e-9, **IMPLICIT, **QUIET).fit(split)
+    x, xm = split.x, split.x_mask
+    with torch.no_grad():
+        g = model.code(x, xm)  # (N, K)
+        body = model.encoder(x, xm.reshape(*x.shape[:2], -1).amax(-1))
+        by_hand = ((body[:, :, -1] @ unit_columns(model.S)) * g[:, None, :]) @ unit_columns(model.U).T * model.target_std
+        pred = model.predict(x, xm)
+    gv = g.clone().requires_grad_()
+    smooth = model.window_energy(gv, x, xm) - 0.02 * gv.abs().sum(1)
+    d = torch.autograd.grad(smooth.sum(), gv)[0]
+    assert float(kkt_violation(d, g, 0.02).max()) < 2e-4  # 1 % of lam in float32 (an unsolved code violates by ~lam)
+    assert g.shape == (len(split), 6) and bool((g == 0).any()) and bool((g != 0).any())
+    real = xm.reshape(*x.shape[:2], -1).amax(-1)
+    torch.testing.assert_close(pred, by_hand * real[..., None])
+    assert bool((real == 0).any()) and bool((pred[real == 0] == 0).all())  # padded bodies: exactly zero
+    assert bool((model.target_std != 1).any())
+
+
+def test_applied_implicit_training_lowers_the_error_and_moves_the_atoms():
+    split = _bodies(96)
+    model = hn.models.make("applied_set_implicit", seed=0, **IMPLICIT, **{**QUIET, "epochs": 20, "patience": 20,
+                                                                          "lr": 1e-2})
+    model.build(hn.DataSpec.from_split(split))
+    start = model.U.detach().clone()
+    with torch.no_grad():
+        before = float(((model.predict(split.x, split.x_mask) - split.y) ** 2).mean())
+    model.fit(split)
+    assert not torch.equal(model.U.detach(), start)
+    assert model.score(split) < 0.8 * before

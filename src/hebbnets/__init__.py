@@ -12,7 +12,7 @@ from . import metrics, models, training
 from . import vn, baselines, rsgn  # noqa: F401  (register "vn", "mlp", "rsgn", ...)
 from . import tasks
 from . import continual, entanglement
-from . import controls  # noqa: F401  (register the same-structure controls "matrix_code_ff", "vn_matrix_implicit")
+from . import controls  # noqa: F401  (register the same-structure controls: matrix_code_ff, vn_matrix_implicit, applied_set_code_ff, applied_set_implicit)
 from . import bench
 from . import experiments
 

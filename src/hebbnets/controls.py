@@ -23,6 +23,14 @@ reading is credited with its mechanism only when every control loses beyond its 
   comes from a feed-forward summary of its window (``set_mlp``'s: the mean over window rows of an
   MLP of ``[z_it, change_it]``, then an MLP to ``K``), and everything trains end to end by
   backprop, with an optional l1 penalty on ``g``. No inference, no Atomic-Hebb.
+* ``applied_set_implicit`` (nbody; FISTA kept, Atomic-Hebb replaced): ``vn_applied_set``'s body
+  encoder, atoms, window energy and output, the system's code ``g*`` the LASSO solution of the
+  window rows ``argmin_g beta/2 sum_r ||t_r - U (g ⊙ S^T z_r)||^2 + lam ||g||_1`` (rows = bodies x
+  observed transitions, as ``vn_applied_set`` infers at prediction), found by FISTA on the
+  per-system Gram ``beta (U^T U) ⊙ sum_r a_r a_r^T`` (``a_r = S^T z_r``); atoms and encoder learn
+  by Adam on the next-change error through the solution (``hebbnets.nn.implicit_lasso``: implicit
+  differentiation on the active set, never unrolled). Training infers from the window rows as
+  prediction does (the target is what the loss scores, so it cannot also be clamped into the code).
 * dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set``) need no model: a
   spec variant.
 
@@ -42,8 +50,10 @@ from torch import nn
 from ._model import DataSpec
 from ._validation import check_int, check_int_fields, check_positive
 from .models import register
-from .nn import MatrixAtomLayer
-from .tasks.nbody_windows import Standardise, body_mask, body_set_encoder, mlp, window_changes, window_summary
+from .nn import MatrixAtomLayer, implicit_lasso
+from .tasks.nbody_windows import (Standardise, body_mask, body_set_encoder, mlp, window_changes, window_rows,
+                                  window_summary)
+from .vn.fista import fista_gram
 from .training import BackpropModel, Callback, TrainConfig, supervised_loss
 
 
@@ -189,6 +199,43 @@ class MatrixImplicit(BackpropModel):
         return self.layer(x)
 
 
+class _AppliedSetStructure(BackpropModel):
+    """What both applied-weight controls share with ``vn_applied_set``: the body encoder, unit-column
+    atoms ``S`` ``(n, K)`` and ``U`` ``(D, K)``, the two standardisations and the output
+    ``U (g ⊙ S^T z_last)``. A subclass builds its code's own parts between ``_encoder`` and
+    ``_atoms`` (the order parameters are drawn in) and supplies ``_parts``."""
+
+    def _encoder(self, spec: DataSpec, name: str) -> None:
+        cfg = self.config
+        self.d, self.encoder = body_set_encoder(spec, name, cfg.content, cfg.hidden, cfg.position_dims)
+
+    def _atoms(self) -> None:
+        self.S = nn.Parameter(torch.randn(self.config.content, self.config.atoms))  # (n, K), unit columns in use
+        self.U = nn.Parameter(torch.randn(self.d, self.config.atoms))  # (D, K)
+        self.register_buffer("change_std", torch.ones(self.d))  # (D,) window changes
+        self.register_buffer("target_std", torch.ones(self.d))  # (D,) targets
+        self.register_buffer("standardised", torch.zeros((), dtype=torch.bool))
+
+    def training_callbacks(self) -> list[Callback]:
+        return [Standardise(), *super().training_callbacks()]
+
+    def _parts(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(code ``g`` ``(B, K)``, last contents ``(B, M, n)``, body mask ``(B, M)``)."""
+        raise NotImplementedError
+
+    def code(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The code ``g`` ``(N, K)`` of each system's window ``x`` ``(N, M, W, F)``."""
+        return self._parts(x, x_mask)[0]
+
+    def compose(self, g: torch.Tensor, z_last: torch.Tensor) -> torch.Tensor:
+        """``U (g ⊙ S^T z)`` in the target's units: ``(B, K)``, ``(B, M, n)`` -> ``(B, M, D)``."""
+        return ((z_last @ unit_columns(self.S)) * g[:, None, :]) @ unit_columns(self.U).T * self.target_std
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        g, z_last, body = self._parts(x, x_mask)
+        return self.compose(g, z_last) * body[..., None]
+
+
 @dataclass
 class AppliedSetCodeFFConfig(TrainConfig):
     """``applied_set_code_ff``: ``atoms``, ``content``, ``hidden``, ``position_dims`` as
@@ -214,7 +261,7 @@ class AppliedSetCodeFFConfig(TrainConfig):
 
 
 @register("applied_set_code_ff")
-class AppliedSetCodeFF(BackpropModel):
+class AppliedSetCodeFF(_AppliedSetStructure):
     """``change_i = U (g(window) ⊙ S^T z_i,last)`` ``(N, M, D)``: ``vn_applied_set``'s output
     structure with a feed-forward code, trained by backprop (module docstring)."""
 
@@ -222,37 +269,17 @@ class AppliedSetCodeFF(BackpropModel):
 
     def _build(self, spec: DataSpec) -> None:
         cfg = self.config
-        self.d, self.encoder = body_set_encoder(spec, "applied_set_code_ff", cfg.content, cfg.hidden, cfg.position_dims)
+        self._encoder(spec, "applied_set_code_ff")
         self.phi_row = mlp(cfg.content + self.d, cfg.hidden, cfg.summary)
         self.phi_code = mlp(cfg.summary, cfg.hidden, cfg.atoms)
-        self.S = nn.Parameter(torch.randn(cfg.content, cfg.atoms))  # (n, K), unit columns in use
-        self.U = nn.Parameter(torch.randn(self.d, cfg.atoms))  # (D, K)
-        self.register_buffer("change_std", torch.ones(self.d))  # (D,) window changes
-        self.register_buffer("target_std", torch.ones(self.d))  # (D,) targets
-        self.register_buffer("standardised", torch.zeros((), dtype=torch.bool))
-
-    def training_callbacks(self) -> list[Callback]:
-        return [Standardise(), *super().training_callbacks()]
+        self._atoms()
 
     def _parts(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(code ``g`` ``(B, K)``, last contents ``(B, M, n)``, body mask ``(B, M)``)."""
         body = body_mask(x, x_mask)
         z = self.encoder(x, body)  # (B, M, W, n)
         h = window_summary(self.phi_row, z, window_changes(x, self.d) / self.change_std, body)
         g = self.phi_code(h)
         return (torch.relu(g) if self.config.nonneg else g), z[:, :, -1], body
-
-    def code(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """The code ``g`` ``(N, K)`` of each system's window ``x`` ``(N, M, W, F)``."""
-        return self._parts(x, x_mask)[0]
-
-    def compose(self, g: torch.Tensor, z_last: torch.Tensor) -> torch.Tensor:
-        """``U (g ⊙ S^T z)`` in the target's units: ``(B, K)``, ``(B, M, n)`` -> ``(B, M, D)``."""
-        return ((z_last @ unit_columns(self.S)) * g[:, None, :]) @ unit_columns(self.U).T * self.target_std
-
-    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
-        g, z_last, body = self._parts(x, x_mask)
-        return self.compose(g, z_last) * body[..., None]
 
     def _loss(self, batch) -> torch.Tensor:
         g, z_last, body = self._parts(batch.x, batch.x_mask)
@@ -262,5 +289,77 @@ class AppliedSetCodeFF(BackpropModel):
         return loss
 
 
-__all__ = ["AppliedSetCodeFF", "AppliedSetCodeFFConfig", "MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit",
+@dataclass
+class AppliedSetImplicitConfig(TrainConfig):
+    """``applied_set_implicit``: ``atoms``, ``content``, ``hidden``, ``position_dims``, ``beta``,
+    ``nonneg``, ``max_iter``, ``tol`` as ``vn_applied_set``'s; ``lam``: the l1 weight of the
+    window LASSO, the same in training and at prediction (the code is inferred from the window rows
+    in both, so there is no clamped phase for a second weight to belong to)."""
+
+    atoms: int = 64
+    content: int = 32
+    hidden: int = 64
+    position_dims: int = 2
+    lam: float = 0.05
+    beta: float = 0.5
+    nonneg: bool = False
+    max_iter: int = 100
+    tol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int_fields(self, ("atoms", "content", "hidden", "position_dims", "max_iter"))
+        check_positive(self.lam, "lam")
+        check_positive(self.beta, "beta")
+        check_positive(self.tol, "tol")
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+@register("applied_set_implicit")
+class AppliedSetImplicit(_AppliedSetStructure):
+    """``change_i = U (g* ⊙ S^T z_i,last)`` ``(N, M, D)`` with ``g*`` the LASSO code of the system's
+    window (``vn_applied_set``'s energy and FISTA), its atoms and encoder learned by Adam through
+    the solution (module docstring)."""
+
+    Config = AppliedSetImplicitConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        self._encoder(spec, "applied_set_implicit")
+        self._atoms()
+
+    def window_energy(self, g: torch.Tensor, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``F(g) = beta/2 sum_rows ||t_r - U (g ⊙ S^T z_r)||^2 + lam ||g||_1`` ``(N,)`` of codes
+        ``g`` ``(N, K)`` on the window rows of ``x`` (``vn_applied_set``'s energy at prediction)."""
+        body = body_mask(x, x_mask)
+        zw, tw, mw = window_rows(self.encoder(x, body), x, body, self.change_std)
+        pred = ((zw @ unit_columns(self.S)) * g[:, None, :]) @ unit_columns(self.U).T  # (N, R, D)
+        misfit = (((pred - tw) * mw[..., None]) ** 2).sum((1, 2))
+        return 0.5 * self.config.beta * misfit + self.config.lam * g.abs().sum(1)
+
+    def _parts(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        # the code g* carries its implicit gradient (to the encoder's rows, S and U)
+        cfg = self.config
+        body = body_mask(x, x_mask)
+        z = self.encoder(x, body)  # (B, M, W, n)
+        zw, tw, mw = window_rows(z, x, body, self.change_std)  # (B, R, n), (B, R, D), (B, R)
+
+        def smooth_grad(g: torch.Tensor) -> torch.Tensor:  # beta sum_r m_r a_r ⊙ U^T (U (g ⊙ a_r) - t_r), (B, K)
+            S, U = unit_columns(self.S), unit_columns(self.U)
+            a = zw @ S  # (B, R, K): S^T z_r
+            resid = ((a * g[:, None, :]) @ U.T - tw) * mw[..., None]  # (B, R, D)
+            return cfg.beta * (a * (resid @ U)).sum(1)
+
+        with torch.no_grad():  # the per-system Gram (U^T U) ⊙ sum_r m_r a_r a_r^T and linear term
+            S, U = unit_columns(self.S), unit_columns(self.U)
+            a = zw @ S
+            am = a * mw[..., None]
+            G = cfg.beta * (U.T @ U) * (am.transpose(1, 2) @ a)  # (B, K, K)
+            b = cfg.beta * (am * (tw @ U)).sum(1)  # (B, K)
+            codes = fista_gram(G, b, cfg.lam, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg).codes
+        g = implicit_lasso(codes, cfg.lam, smooth_grad, lambda: G, zw, self.S, self.U)
+        return g, z[:, :, -1], body
+
+
+__all__ = ["AppliedSetCodeFF", "AppliedSetCodeFFConfig", "AppliedSetImplicit", "AppliedSetImplicitConfig", "MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit",
            "MatrixImplicitConfig", "UnitFactors", "unit_columns"]

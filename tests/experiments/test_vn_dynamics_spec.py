@@ -122,7 +122,7 @@ def test_controls_are_never_baselines_nor_learned_models():
     ctx = _spread_ctx(WIN)
     assert "applied_set_code_ff" not in nd.baselines(ctx, "nbody", NB)
     assert "applied_set_code_ff" not in nd.learned(ctx, "nbody", NB)
-    assert set(NB.controls) == {"applied_set_code_ff", "vn_applied_set-dense"}
+    assert set(NB.controls) == {"applied_set_code_ff", "applied_set_implicit", "vn_applied_set-dense"}
     assert {v.label for v in vd.NBODY.variants} >= set(NB.controls)  # every control is planned on the bench
 
 
@@ -131,9 +131,8 @@ def _mechanism(ctx):
 
 
 def test_mechanism_verdict_is_decided_on_the_splits_the_reading_wins():
-    # both controls 10x worse on ood_forces (the only OOD win; ood_both is a loss and is not asked)
-    table = {**WIN, "applied_set_code_ff": {"id": 0.05, "ood_forces": 1.0, "ood_both": 0.01},
-             "vn_applied_set-dense": {"id": 0.05, "ood_forces": 1.0, "ood_both": 0.01}}
+    # every control 10x worse on ood_forces (the only OOD win; ood_both is a loss and is not asked)
+    table = {**WIN, **{c: {"id": 0.05, "ood_forces": 1.0, "ood_both": 0.01} for c in NB.controls}}
     v = _mechanism(_spread_ctx(table))
     assert v.verdict == "holds, and the mechanism is needed"
     assert "`vn_applied_set` below the best baseline beyond the interval on ood_forces (0.5x [" in v.evidence

@@ -54,6 +54,20 @@ def window_changes(x: torch.Tensor, d: int) -> torch.Tensor:
 
 
 
+def window_rows(z: torch.Tensor, x: torch.Tensor, body: torch.Tensor, change_std: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A system's observed transitions as rows (bodies x steps, body-major), the rows that infer a
+    system's code: contents ``(B, M (W-1), n)`` of every step but the last, the change that followed
+    each, divided by ``change_std`` ``(D,)``, ``(B, M (W-1), D)``, and the row mask ``(B, M (W-1))``
+    (padded bodies 0). ``z`` ``(B, M, W, n)`` contents, ``x`` ``(B, M, W, F)``, ``body`` ``(B, M)``."""
+    B, M, W, _ = x.shape
+    d = change_std.shape[0]
+    zw = z[:, :, :-1].reshape(B, M * (W - 1), -1)
+    tw = (window_changes(x, d) / change_std).reshape(B, M * (W - 1), d)
+    mw = body[:, :, None].expand(B, M, W - 1).reshape(B, -1)
+    return zw, tw, mw
+
+
 def body_set_encoder(spec: DataSpec, name: str, content: int, hidden: int, position_dims: int) -> tuple[int, "BodyEncoder"]:
     """``(D, encoder)`` for a model named ``name`` on body-window data (layout checked)."""
     d = check_window_layout(spec, name)
@@ -140,4 +154,4 @@ class BodyEncoder(nn.Module):
 
 
 __all__ = ["BodyEncoder", "Standardise", "body_mask", "body_set_encoder", "check_window_layout", "mlp", "standardisers",
-           "window_changes", "window_summary"]
+           "window_changes", "window_rows", "window_summary"]

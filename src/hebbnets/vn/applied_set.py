@@ -39,7 +39,7 @@ from .._model import DataSpec
 from .._split import Split
 from .._validation import check_choice, check_int, check_positive
 from ..models import register
-from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, window_changes
+from ..tasks.nbody_windows import Standardise, body_mask, body_set_encoder, window_rows
 from ..training import BackpropModel, Callback, TrainConfig
 from ._fit import lam_for
 from .applied import NORM_POLICIES, AppliedAtomStack, AppliedInference
@@ -125,11 +125,8 @@ class AppliedSetVN(BackpropModel):
         """Content rows ``(B, R, n)``, targets ``(B, R, D)``, row mask ``(B, R)`` of the window
         (and of the target row when ``y`` is given), and the last step's content ``(B, M, n)``."""
         body = body_mask(x, x_mask)  # (B, M)
-        B, M, W, _ = x.shape
         z = self.encoder(x, body)  # (B, M, W, n)
-        zw = z[:, :, :-1].reshape(B, M * (W - 1), -1)
-        tw = (window_changes(x, self.d) / self.change_std).reshape(B, M * (W - 1), self.d)
-        mw = body[:, :, None].expand(B, M, W - 1).reshape(B, -1)
+        zw, tw, mw = window_rows(z, x, body, self.change_std)
         if y is None:
             return zw, tw, mw, z[:, :, -1]
         return (torch.cat([zw, z[:, :, -1]], 1), torch.cat([tw, y / self.target_std], 1),

@@ -34,7 +34,8 @@ SEEDS = (0, 1, 2, 3, 4)
 # and hebbnets.training apply the same rule)
 _STOP = dict(epochs=100, patience=10, batch_size=64)
 _NB_SMOKE = Scale(params={"n_train": 48, "n_test": 12},
-                  config={"*": {"epochs": 1}, "vn": {"max_iter": 20}, "vn_applied_set": {"max_iter": 20}})
+                  config={"*": {"epochs": 1}, "vn": {"max_iter": 20}, "vn_applied_set": {"max_iter": 20},
+                          "applied_set_implicit": {"max_iter": 20}})
 # quick scale: 2,000 training systems (the task's quick default is 4,000), 500 per test split
 _NB_QUICK = Scale(params={"n_train": 2000, "n_test": 500})
 NBODY = Bench(
@@ -50,9 +51,11 @@ NBODY = Bench(
         "transformer",
         "mlp",
         # same-structure controls of vn_applied_set (issue 29; never baselines): its body encoder, atoms and
-        # output U (g ⊙ S^T z) with the code from a feed-forward window summary, all by backprop; and VN itself
-        # with (nearly) dense codes
+        # output U (g ⊙ S^T z) with the code from a feed-forward window summary, all by backprop; its FISTA code
+        # of the window with atoms and encoder learned through the solution (implicit gradients) instead of
+        # Atomic-Hebb; and VN itself with (nearly) dense codes
         "applied_set_code_ff",
+        "applied_set_implicit",
         variant("vn_applied_set-dense", "vn_applied_set", lam=1e-4, test_lam=1e-4),
     ),
     # 6 validation points per tuned model. The baselines: a 2 x 3 grid of size x learning rate. The
@@ -81,6 +84,9 @@ NBODY = Bench(
                             base=dict(d_ff=128, positions="none", missing="padding", **_STOP)),
         "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3, 3e-3]}, base=_STOP),
         "applied_set_code_ff": Grid({"l1": [0.0, 1e-3], "lr": [1e-3, 3e-3, 1e-2]}, base=_STOP),
+        # vn_applied_set's chosen structure (64 atoms, beta 0.5, 100 FISTA iterations); its two l1 weights
+        "applied_set_implicit": Grid({"lam": [0.05, 0.1], "lr": [1e-3, 3e-3, 1e-2]},
+                                     base=dict(atoms=64, beta=0.5, max_iter=100, **_STOP)),
     },
     scales={"smoke": _NB_SMOKE, "quick": _NB_QUICK}, title="nbody: next change of every body under unknown force laws")
 
@@ -158,6 +164,8 @@ MNIST_TRANSFORM = Bench(
 NB_ROLES = Roles(vn=("vn", "vn_applied_set"), paper=("mlp", "gnn", "transformer"), references=("no_change",),
                  trivial=("window_linear", "system_ridge"),
                  controls={"applied_set_code_ff": "the code from a feed-forward window summary, all by backprop",
+                           "applied_set_implicit": "FISTA's window code kept, atoms and encoder learned through it "
+                                                   "by implicit gradients instead of Atomic-Hebb",
                            "vn_applied_set-dense": "VN with dense codes (lam and test_lam 1e-4)"})
 MN_ROLES = Roles(vn=("vn", "vn_applied", "vn_applied-routed"), paper=("ae", "conv_ae", "vae"), references=("zeros",))
 BENCHES = (NBODY, MNIST_TRANSFORM)
