@@ -95,7 +95,7 @@ def test_implicit_training_lowers_the_reconstruction_error():
     ("applied_set_code_ff", {"summary": 1.5}, "summary"), ("applied_set_code_ff", {"l1": -0.1}, "l1"),
     ("applied_set_code_ff", {"nonneg": 1}, "nonneg"), ("applied_set_implicit", {"lam": 0.0}, "lam"),
     ("applied_set_implicit", {"beta": -1.0}, "beta"), ("applied_set_implicit", {"max_iter": 0}, "max_iter"),
-    ("applied_set_implicit", {"nonneg": "no"}, "nonneg")])
+    ("applied_set_implicit", {"nonneg": "no"}, "nonneg"), ("applied_set_implicit", {"l2": -0.1}, "l2")])
 def test_bad_config_names_the_field(name, kwargs, arg):
     with pytest.raises(ValueError, match=f"^{arg}:"):
         hn.models.make(name, **kwargs)
@@ -115,7 +115,7 @@ def test_bad_data_names_the_argument():
 
 # -- the applied-weight control (nbody's vn_applied_set) ----------------------------------------------
 SMALL = dict(atoms=6, content=4, hidden=8, summary=4)
-IMPLICIT = dict(atoms=6, content=4, hidden=8, lam=0.02)
+IMPLICIT = dict(atoms=6, content=4, hidden=8, lam=0.02, l2=0.05)
 
 
 def _bodies(n=40, seed=0):

@@ -172,7 +172,7 @@ CASES = {  # model -> (tiny config, split maker)
     "vn_applied_set": (dict(atoms=6, content=4, hidden=8, max_iter=20, **QUIET), _bodies),
     "set_mlp": (dict(content=4, hidden=8, summary=4, **QUIET), _bodies),
     "applied_set_code_ff": (dict(atoms=6, content=4, hidden=8, summary=4, l1=1e-3, **QUIET), _bodies),
-    "applied_set_implicit": (dict(atoms=6, content=4, hidden=8, lam=0.02, max_iter=20, **QUIET), _bodies),
+    "applied_set_implicit": (dict(atoms=6, content=4, hidden=8, lam=0.02, l2=0.05, max_iter=20, **QUIET), _bodies),
     "window_linear": (dict(), _bodies),
     "system_ridge": (dict(), _bodies),
     "zeros": (dict(), _seq),  # model-free references (hebbnets.experiments.references)

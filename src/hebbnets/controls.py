@@ -31,6 +31,11 @@ reading is credited with its mechanism only when every control loses beyond its 
   by Adam on the next-change error through the solution (``hebbnets.nn.implicit_lasso``: implicit
   differentiation on the active set, never unrolled). Training infers from the window rows as
   prediction does (the target is what the loss scores, so it cannot also be clamped into the code).
+  One departure, as in task-driven dictionary learning (Mairal, Bach and Ponce 2012): an
+  elastic-net term ``l2/2 ||g||^2``. A window has at most ``M (W-1) D`` equations (24-40 on
+  nbody) for 64 atoms, so the plain LASSO's active set can outgrow its rank: the solution is then
+  not unique, ``H_AA`` singular and its implicit gradient noise (measured: with ``l2 = 0`` the
+  fit learned less than with the code's gradient cut off).
 * dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set``) need no model: a
   spec variant.
 
@@ -294,13 +299,15 @@ class AppliedSetImplicitConfig(TrainConfig):
     """``applied_set_implicit``: ``atoms``, ``content``, ``hidden``, ``position_dims``, ``beta``,
     ``nonneg``, ``max_iter``, ``tol`` as ``vn_applied_set``'s; ``lam``: the l1 weight of the
     window LASSO, the same in training and at prediction (the code is inferred from the window rows
-    in both, so there is no clamped phase for a second weight to belong to)."""
+    in both, so there is no clamped phase for a second weight to belong to); ``l2``: the elastic-net
+    term ``l2/2 ||g||^2`` that makes the code unique and differentiable (0: the plain LASSO)."""
 
     atoms: int = 64
     content: int = 32
     hidden: int = 64
     position_dims: int = 2
     lam: float = 0.05
+    l2: float = 0.1
     beta: float = 0.5
     nonneg: bool = False
     max_iter: int = 100
@@ -310,6 +317,7 @@ class AppliedSetImplicitConfig(TrainConfig):
         super().__post_init__()
         check_int_fields(self, ("atoms", "content", "hidden", "position_dims", "max_iter"))
         check_positive(self.lam, "lam")
+        check_positive(self.l2, "l2", allow_zero=True)
         check_positive(self.beta, "beta")
         check_positive(self.tol, "tol")
         if not isinstance(self.nonneg, bool):
@@ -329,13 +337,15 @@ class AppliedSetImplicit(_AppliedSetStructure):
         self._atoms()
 
     def window_energy(self, g: torch.Tensor, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``F(g) = beta/2 sum_rows ||t_r - U (g ⊙ S^T z_r)||^2 + lam ||g||_1`` ``(N,)`` of codes
-        ``g`` ``(N, K)`` on the window rows of ``x`` (``vn_applied_set``'s energy at prediction)."""
+        """``F(g) = beta/2 sum_rows ||t_r - U (g ⊙ S^T z_r)||^2 + l2/2 ||g||^2 + lam ||g||_1``
+        ``(N,)`` of codes ``g`` ``(N, K)`` on the window rows of ``x`` (``vn_applied_set``'s energy at
+        prediction, plus the elastic-net term)."""
         body = body_mask(x, x_mask)
         zw, tw, mw = window_rows(self.encoder(x, body), x, body, self.change_std)
         pred = ((zw @ unit_columns(self.S)) * g[:, None, :]) @ unit_columns(self.U).T  # (N, R, D)
         misfit = (((pred - tw) * mw[..., None]) ** 2).sum((1, 2))
-        return 0.5 * self.config.beta * misfit + self.config.lam * g.abs().sum(1)
+        cfg = self.config
+        return 0.5 * cfg.beta * misfit + 0.5 * cfg.l2 * (g ** 2).sum(1) + cfg.lam * g.abs().sum(1)
 
     def _parts(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         # the code g* carries its implicit gradient (to the encoder's rows, S and U)
@@ -344,17 +354,18 @@ class AppliedSetImplicit(_AppliedSetStructure):
         z = self.encoder(x, body)  # (B, M, W, n)
         zw, tw, mw = window_rows(z, x, body, self.change_std)  # (B, R, n), (B, R, D), (B, R)
 
-        def smooth_grad(g: torch.Tensor) -> torch.Tensor:  # beta sum_r m_r a_r ⊙ U^T (U (g ⊙ a_r) - t_r), (B, K)
+        def smooth_grad(g: torch.Tensor) -> torch.Tensor:  # beta sum_r m_r a_r ⊙ U^T (U (g ⊙ a_r) - t_r) + l2 g
             S, U = unit_columns(self.S), unit_columns(self.U)
             a = zw @ S  # (B, R, K): S^T z_r
             resid = ((a * g[:, None, :]) @ U.T - tw) * mw[..., None]  # (B, R, D)
-            return cfg.beta * (a * (resid @ U)).sum(1)
+            return cfg.beta * (a * (resid @ U)).sum(1) + cfg.l2 * g
 
-        with torch.no_grad():  # the per-system Gram (U^T U) ⊙ sum_r m_r a_r a_r^T and linear term
+        with torch.no_grad():  # the per-system Hessian beta (U^T U) ⊙ sum_r m_r a_r a_r^T + l2 I, linear term
             S, U = unit_columns(self.S), unit_columns(self.U)
             a = zw @ S
             am = a * mw[..., None]
             G = cfg.beta * (U.T @ U) * (am.transpose(1, 2) @ a)  # (B, K, K)
+            G = G + cfg.l2 * torch.eye(cfg.atoms, dtype=G.dtype, device=G.device)
             b = cfg.beta * (am * (tw @ U)).sum(1)  # (B, K)
             codes = fista_gram(G, b, cfg.lam, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg).codes
         g = implicit_lasso(codes, cfg.lam, smooth_grad, lambda: G, zw, self.S, self.U)
