@@ -166,7 +166,8 @@ NB_ROLES = Roles(vn=("vn", "vn_applied_set"), paper=("mlp", "gnn", "transformer"
                  trivial=("window_linear", "system_ridge"),
                  controls={"applied_set_code_ff": "the code from a feed-forward window summary, all by backprop",
                            "applied_set_implicit": "FISTA's window code kept, atoms and encoder learned through it "
-                                                   "by implicit gradients instead of Atomic-Hebb",
+                                                   "by implicit gradients instead of Atomic-Hebb (plus an elastic-net "
+                                                   "term l2/2 ||g||^2 that makes the code unique; l2 and lr searched)",
                            "vn_applied_set-dense": "VN with dense codes (lam and test_lam 1e-4)"})
 MN_ROLES = Roles(vn=("vn", "vn_applied", "vn_applied-routed"), paper=("ae", "conv_ae", "vae"), references=("zeros",))
 BENCHES = (NBODY, MNIST_TRANSFORM)
