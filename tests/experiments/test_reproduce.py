@@ -59,6 +59,17 @@ def test_the_run_stage_uses_the_configs_the_tune_stage_just_wrote_into_the_packa
     assert all(fit["config"][k] == v for k, v in tuned["config"].items() if k != "epochs")
 
 
+def test_recompute_refits_the_tune_stages_validation_points(tmp_path):
+    """``--recompute`` applies to the tune stage as to the run stage: every point is fitted again
+    (a record made from a dirty tree can be replaced from a clean one), not reused."""
+    logs = []
+    for recompute in (False, False, True):
+        logs.clear()
+        reproduce("toy", ["tune"], scale="smoke", out=tmp_path, log=logs.append, models=["mlp"], recompute=recompute)
+    assert any("6 to run" in line for line in logs) and not any("6 already in" in line for line in logs)
+    assert len(RecordStore(tmp_path / "records" / "toy.jsonl").entries()) == 6  # replaced, not added
+
+
 @pytest.mark.parametrize("argv, needle", [
     (["reproduce", "nope"], "unknown spec"),
     (["reproduce", "toy", "--stage", "train"], "--stage"),

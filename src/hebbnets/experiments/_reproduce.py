@@ -96,9 +96,11 @@ def _value(entry: dict[str, Any]) -> float:
 
 def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Path, *, backend: str = "local",
                address: str | None = None, log: Callable[[str], None] | None = stderr_log,
-               models: Iterable[str] | None = None, threads: int | None = 1, device: Any = None) -> Path | None:
+               models: Iterable[str] | None = None, threads: int | None = 1, device: Any = None,
+               recompute: bool = False) -> Path | None:
     """Run ``bench``'s tuning searches and write their configs file; returns its path (None
-    when the bench tunes nothing)."""
+    when the bench tunes nothing). ``recompute``: fit every validation point again, replacing
+    its record, instead of reusing a recorded one (``execute``)."""
     searches = {m: s for m, s in bench.tuning.items() if models is None or m in set(models)}
     if not searches:
         return None
@@ -121,7 +123,8 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
                 jobs.append(_tune_job(spec, bench, scale, task, m, cfg, len(st["points"]) + i, data_seed, res))
                 owners.append((m, varied, cfg))
             st["pending"] = []
-        entries = execute(jobs, store, backend=backend, address=address, log=log, threads=threads, device=device)
+        entries = execute(jobs, store, backend=backend, address=address, log=log, threads=threads, device=device,
+                          recompute=recompute)
         for (m, varied, cfg), entry in zip(owners, entries):
             st = state[m]
             point = {"config": jsonable(cfg), "value": _value(entry),
@@ -202,7 +205,7 @@ def reproduce(name: str, stages: Iterable[str] = ("run", "report"), *, scale: st
             for b in spec.benches:
                 if benches is None or b.name in set(benches):
                     path = tune_bench(spec, b, scale, store, out, backend=backend, address=address, log=log,
-                                      models=models, threads=threads, device=device)
+                                      models=models, threads=threads, device=device, recompute=recompute)
                     if path is not None and log:
                         log(f"wrote {path}")
             if "run" in stages:  # configs may have changed: plan again (tune_bench cleared the task cache)
