@@ -42,7 +42,7 @@ reading is credited with its mechanism only when every control loses beyond its 
 All are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
 and validation carve as every baseline. The matrix controls flatten their inputs for the encoder,
 need image targets ``(N, H, W)`` and refuse masked inputs and class labels with one ``ValueError``;
-``applied_set_code_ff`` takes ``nbody``'s body-window layout (padded bodies masked), checked as
+the two applied-set controls take ``nbody``'s body-window layout (padded bodies masked), checked as
 ``vn_applied_set`` checks it.
 """
 from __future__ import annotations
