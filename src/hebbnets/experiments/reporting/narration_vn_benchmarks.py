@@ -795,7 +795,7 @@ VERDICTS_NOTE = (f"Three rows per bench: the paper's pattern (ID error within {I
                  "closest to it (the smallest largest ratio to its bound). Best baseline: the lowest mean error per "
                  "split, never a VN variant, a control, a model-free reference or the hand-factorised decoder "
                  "`factorized` (exact by construction). Effect: the ratio of mean errors; in brackets the 95 % interval "
-                 "of the geometric-mean ratio (Welch's t on log errors, 3 seeds a side: wide) and its p-value.")
+                 "of the geometric-mean ratio (Welch's t on log errors over the seeds each side has, 3 or 5: wide at 3) and its p-value.")
 
 
 def _closeness(ctx: ReportContext, bench: str, label: str) -> float:
@@ -975,8 +975,8 @@ def bench_claims(bench: str) -> tuple[Claim, Claim, Claim, Claim]:
 
 
 # -- fixed text of the pages (no numbers: those come from the records) ------------------------------
-INTRO = ("Every number is a test-split value, mean ± sample std over seeds 0, 1, 2 (spatial2d decode: 0-4; data and "
-         "models re-seeded), at "
+INTRO = ("Every number is a test-split value, mean ± sample std over the seeds in each table's `seeds` column (0, 1, 2; 0-4 on "
+         "the spatial2d and mnist benches' claim-carrying rows; data and models re-seeded), at "
          "the configuration chosen on validation data carved from the seed-0 training split (the `configs_*` pages; "
          "this round re-tuned only the VN variants). Every model trains until its validation error stops improving or "
          "its epoch cap is reached; budgets and what was cut: the `readings` page. nbody and mnist_comp transform are "
