@@ -64,6 +64,26 @@ def test_continual_protocol_scores_like_fit_stages_and_adds_forgetting():
     assert rows[("id_stage1", "forgetting_ratio")] == pytest.approx(f["ratio"], rel=1e-6)
     assert ("id_stage2", "forgetting") not in rows  # the last stage is scored right after it
     assert entry["stats"]["partial_fit_seconds"] > 0 and "entanglement" not in entry["stats"]
+    # every stage's training length is on record: 3 epochs without patience stopping = the cap, each stage
+    assert [(s["stage"], s["epochs_run"], s["epochs"], s["at_cap"]) for s in entry["stats"]["stages"]] == [
+        ("stage1", 3, 3, True), ("stage2", 3, 3, True)]
+    assert all(0 <= s["best_val_epoch"] < 3 for s in entry["stats"]["stages"])
+
+
+def test_stage_training_reads_both_training_loops_and_stops_below_the_cap():
+    from hebbnets.continual import stage_training
+
+    task = hn.tasks.make("functions1d_continual", seed=0, length=16, n_train=48, n_test=8)
+    first, second = task.stages.values()
+    vn = hn.models.make("vn", seed=0, atoms=(8,), epochs=4, lam=0.05, progress=False).fit(first)
+    s = stage_training(vn.partial_fit(second), "stage2")
+    assert s["stage"] == "stage2" and s["epochs"] == 4 and s["epochs_run"] == len(vn.train_history["energy"])
+    assert s["at_cap"] == (s["epochs_run"] == 4)
+    mlp = hn.models.make("mlp", seed=0, hidden=(4,), epochs=50, patience=1, lr=0.5, progress=False).fit(first)
+    s = stage_training(mlp, "stage1")
+    assert s["epochs_run"] == len(mlp.train_history["train"]) < 50 and s["at_cap"] is False  # patience 1 stops it
+    assert stage_training(object(), "x") == {"stage": "x", "epochs_run": None, "epochs": None, "at_cap": None,
+                                             "best_val_epoch": None}
 
 
 def test_continual_protocol_records_entanglement_for_vn_and_mlp():
@@ -118,6 +138,7 @@ def test_joint_schedule_fits_every_stage_at_once_and_scores_once():
         assert rows[(split, "mse")] == pytest.approx(model.score(test), rel=1e-6)
     records = fit_stages(hn.models.make("mlp", seed=1, **cfg), task, schedule="joint")
     assert {r["stage"] for r in records} == {"joint"}
+    assert [s["stage"] for s in entry["stats"]["stages"]] == ["joint"]
 
 
 def test_replay_schedule_adds_a_seeded_buffer_of_the_earlier_stage():

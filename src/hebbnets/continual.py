@@ -184,7 +184,9 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
     Rows: the task metric after the last stage under its own name (the final error), after each
     earlier stage as ``after_<stage>:<metric>``, and per earlier stage ``s`` on ``id_<s>``:
     ``forgetting`` (final - right after ``s``) and ``forgetting_ratio`` (final / right after).
-    Stats: ``partial_fit_seconds``; with option ``entanglement``, ``stats["entanglement"]``:
+    Stats: ``partial_fit_seconds``; ``stages``: per learned stage (under ``"joint"`` one entry,
+    ``"joint"``) how long it trained (``stage_training``), so the budget of every stage and every
+    cap hit is on record; with option ``entanglement``, ``stats["entanglement"]``:
     ``after_<first stage>`` and ``final`` (``entanglement_summary``) and ``weight_change``.
     """
     task, model = ctx.task, ctx.model
@@ -193,10 +195,12 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
     if schedule == "joint":  # the reference: every stage at once, scored once (no stage to forget)
         ctx.fit(plan[0][1])
         ctx.stats["partial_fit_seconds"] = 0.0
+        ctx.stats["stages"] = [stage_training(model, "joint")]
         return ctx.score_tests()
     names = [name for name, _ in plan]
     metric = task.metric
     ctx.fit(plan[0][1])
+    ctx.stats["stages"] = [stage_training(model, names[0])]
     measure = bool(ctx.options.get("entanglement"))
     ent: dict[str, Any] = {}
     if measure:
@@ -208,6 +212,7 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
         t0 = time.perf_counter()
         model.partial_fit(split)  # the stage's samples (and, under "replay", the buffer)
         ctx.stats["partial_fit_seconds"] += time.perf_counter() - t0
+        ctx.stats["stages"].append(stage_training(model, name))
         if k < len(names) - 1:
             rows += ctx.score_tests(prefix=f"after_{name}:")
     final = ctx.score_tests()
@@ -225,6 +230,23 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
         ent["weight_change"] = weight_change(before, dict(model.named_parameters()), model)
         ctx.stats["entanglement"] = ent
     return rows
+
+
+def stage_training(model: Any, stage: str) -> dict[str, Any]:
+    """How long ``model``'s last ``fit`` / ``partial_fit`` trained, from its ``train_history``
+    (``hebbnets.training``: per-epoch ``"train"``; the VN loop: per-epoch ``"energy"``):
+    ``{"stage", "epochs_run", "epochs" (the cap, ``config.epochs``), "at_cap" (ran every epoch of
+    the cap), "best_val_epoch" (0-based, None without validation)}``; only ``stage`` (and None
+    elsewhere) for a model without such a history."""
+    hist = getattr(model, "train_history", None) or {}
+    per_epoch = hist.get("train") or hist.get("energy")
+    cap = getattr(getattr(model, "config", None), "epochs", None)
+    if not per_epoch:
+        return {"stage": stage, "epochs_run": None, "epochs": cap, "at_cap": None, "best_val_epoch": None}
+    val = hist.get("val") or []
+    return {"stage": stage, "epochs_run": len(per_epoch), "epochs": cap,
+            "at_cap": cap is not None and len(per_epoch) >= int(cap),
+            "best_val_epoch": min(range(len(val)), key=val.__getitem__) if val else None}
 
 
 def _subset(split: Split, n: int) -> Split:
@@ -329,4 +351,5 @@ def weight_change(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor
     return out
 
 
-__all__ = ["check_continual", "continual_job", "entanglement_summary", "fit_stages", "forgetting", "weight_change"]
+__all__ = ["check_continual", "continual_job", "entanglement_summary", "fit_stages", "forgetting", "stage_training",
+           "weight_change"]

@@ -187,3 +187,19 @@ def test_the_spec_plans_an_ewc_sweep_replay_and_joint_training():
         assert len(vc.EWC) >= 4
         assert bench.variant("mlp-joint").options["schedule"] == "joint"
         assert bench.variant("mlp-replay").options == {"schedule": "replay", "replay_fraction": vc.REPLAY_FRACTION}
+
+
+def test_the_stage_training_table_counts_cap_hits_and_records_without_stages():
+    def stages(first, second):
+        return [{"stage": "stage1", "epochs_run": first, "epochs": 40, "at_cap": first >= 40, "best_val_epoch": 0},
+                {"stage": "stage2", "epochs_run": second, "epochs": 40, "at_cap": second >= 40, "best_val_epoch": 0}]
+    rows = {("id_stage1", METRIC): 0.3}
+    entries = [_fit(BENCH, "mlp", s, rows) for s in (0, 1, 2)]
+    entries[0]["stats"]["stages"], entries[1]["stats"]["stages"] = stages(40, 10), stages(20, 12)
+    text = "\n".join(nc.stage_training_table(_ctx(entries)))
+    assert "1 of its records were run before the protocol measured them" in text
+    assert "| mlp | 2 | stage1 | 30 ± 14.1 | 40 | 1 of 2 |" in text
+    assert "| mlp | 2 | stage2 | 11 ± 1.41 | 40 | 0 of 2 |" in text
+    assert "No records yet." in text  # the other benches
+    entries[0]["stats"].pop("stages"), entries[1]["stats"].pop("stages")
+    assert "None of its 3 records has per-stage training lengths" in "\n".join(nc.stage_training_table(_ctx(entries)))

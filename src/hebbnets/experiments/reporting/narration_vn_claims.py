@@ -607,3 +607,36 @@ def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
                          + f"{ms(intrans)} |")
         return lines + [""]
     return render
+
+
+# -- how long each stage trained (equal stopping rules) -----------------------------------------------
+def stage_training_table(ctx: ReportContext) -> list[str]:
+    """Per bench and row, the epochs each stage trained (``stats["stages"]``, ``continual.stage_training``)
+    and the fits that ran to their cap; records written before the protocol measured it are counted."""
+    lines = ["## How long each stage trained", "",
+             "Epochs run per stage (mean ± sample std over seeds) and the fits that ended at their epoch cap, from "
+             "each record's `stages` (written by the continual protocol since it measures them).", ""]
+    for b in continual_benches(ctx):
+        fits = {lab: ctx.fits(b.name, lab) for lab in ctx.labels(b.name)}
+        have = {lab: [e["stats"]["stages"] for e in es if e["stats"].get("stages")] for lab, es in fits.items()}
+        lacking = sum(len(es) for es in fits.values()) - sum(len(v) for v in have.values())
+        lines += [f"### {b.title}", ""]
+        if not lacking and not any(have.values()):
+            lines += ["No records yet.", ""]
+            continue
+        if not any(have.values()):
+            lines += [f"None of its {lacking} records has per-stage training lengths: they were run before the "
+                      "protocol measured them (a rerun of this spec writes them).", ""]
+            continue
+        if lacking:
+            lines += [f"{lacking} of its records were run before the protocol measured them: left out here.", ""]
+        lines += ["| model | seeds | stage | epochs run | cap | at cap |", "|---|---|---|---|---|---|"]
+        for lab, runs in have.items():
+            for k, name in enumerate(dict.fromkeys(s["stage"] for r in runs for s in r)):
+                st = [r[k] for r in runs if len(r) > k and r[k]["epochs_run"] is not None]
+                if not st:
+                    continue
+                lines.append(f"| {lab} | {len(st)} | {name} | {_ms_count([s['epochs_run'] for s in st])} | "
+                             f"{_num(st[0]['epochs'])} | {sum(bool(s['at_cap']) for s in st)} of {len(st)} |")
+        lines.append("")
+    return lines

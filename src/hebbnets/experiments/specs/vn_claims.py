@@ -163,6 +163,7 @@ SPEC = register_spec(Spec(
             Text("## The field's continual-learning metrics"),
             Custom(N.metrics_text),
             *(Custom(N.metrics_table(b.name)) for b in CONTINUAL),
+            Custom(N.stage_training_table),
             Figure("stability_plasticity", "stability_plasticity", "Stability against plasticity after both stages "
                    "(mean over seeds, seeds as dots; grey lines join an MLP and its EWC strengths)", _CONT),
         ),
