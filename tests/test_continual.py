@@ -63,6 +63,13 @@ def test_continual_protocol_scores_like_fit_stages_and_adds_forgetting():
     assert rows[("id_stage1", "forgetting")] == pytest.approx(f["forgetting"], rel=1e-6)
     assert rows[("id_stage1", "forgetting_ratio")] == pytest.approx(f["ratio"], rel=1e-6)
     assert ("id_stage2", "forgetting") not in rows  # the last stage is scored right after it
+    # forward transfer's reference: the untrained model (built under the seed, as fit builds it) on every split
+    untrained = hn.models.make("mlp", seed=1, **cfg)
+    torch.manual_seed(1)
+    untrained.build(hn.DataSpec.from_split(task.stages["stage1"]))
+    for split, test in task.tests.items():
+        assert rows[(split, "before:mse")] == pytest.approx(untrained.score(test), rel=1e-6)
+    assert rows[("id_stage1", "before:mse")] != rows[("id_stage1", "after_stage1:mse")]
     assert entry["stats"]["partial_fit_seconds"] > 0 and "entanglement" not in entry["stats"]
     # every stage's training length is on record: 3 epochs without patience stopping = the cap, each stage
     assert [(s["stage"], s["epochs_run"], s["epochs"], s["at_cap"]) for s in entry["stats"]["stages"]] == [

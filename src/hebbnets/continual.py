@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from ._image_codec import encode_images
-from ._model import Model
+from ._model import DataSpec, Model
 from ._split import Split
 from .metrics import get_metric
 from .tasks import Task
@@ -182,7 +182,9 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
     at once and returns only the final rows.
 
     Rows: the task metric after the last stage under its own name (the final error), after each
-    earlier stage as ``after_<stage>:<metric>``, and per earlier stage ``s`` on ``id_<s>``:
+    earlier stage as ``after_<stage>:<metric>``, before any training as ``before:<metric>`` (the
+    model built under its seed, untrained: the reference of forward transfer; not under
+    ``"joint"``), and per earlier stage ``s`` on ``id_<s>``:
     ``forgetting`` (final - right after ``s``) and ``forgetting_ratio`` (final / right after).
     Stats: ``partial_fit_seconds``; ``stages``: per learned stage (under ``"joint"`` one entry,
     ``"joint"``) how long it trained (``stage_training``), so the budget of every stage and every
@@ -199,6 +201,7 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
         return ctx.score_tests()
     names = [name for name, _ in plan]
     metric = task.metric
+    rows = untrained_rows(ctx, plan[0][1])
     ctx.fit(plan[0][1])
     ctx.stats["stages"] = [stage_training(model, names[0])]
     measure = bool(ctx.options.get("entanglement"))
@@ -206,7 +209,7 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
     if measure:
         ent[f"after_{names[0]}"] = entanglement_summary(model, task, final=False)
         before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    rows = ctx.score_tests(prefix=f"after_{names[0]}:")
+    rows += ctx.score_tests(prefix=f"after_{names[0]}:")
     ctx.stats["partial_fit_seconds"] = 0.0
     for k, (name, split) in enumerate(plan[1:], start=1):
         t0 = time.perf_counter()
@@ -230,6 +233,18 @@ def continual_job(ctx: Any) -> list[dict[str, Any]]:
         ent["weight_change"] = weight_change(before, dict(model.named_parameters()), model)
         ctx.stats["entanglement"] = ent
     return rows
+
+
+def untrained_rows(ctx: Any, split: Split) -> list[dict[str, Any]]:
+    """``ctx.score_tests(prefix="before:")`` on ``ctx.model`` built for ``split``'s shapes under
+    its seed and not trained: the same initial weights its ``fit`` starts from (``fit`` builds
+    again under the seed), the error an untrained model has on every stage (forward transfer's
+    reference, Lopez-Paz and Ranzato 2017). The caller's random state is left untouched."""
+    model = ctx.model
+    with torch.random.fork_rng():
+        torch.manual_seed(model.seed)
+        model.build(DataSpec.from_split(split))
+    return ctx.score_tests(prefix="before:")
 
 
 def stage_training(model: Any, stage: str) -> dict[str, Any]:
@@ -352,4 +367,4 @@ def weight_change(before: dict[str, torch.Tensor], after: dict[str, torch.Tensor
 
 
 __all__ = ["check_continual", "continual_job", "entanglement_summary", "fit_stages", "forgetting", "stage_training",
-           "weight_change"]
+           "untrained_rows", "weight_change"]

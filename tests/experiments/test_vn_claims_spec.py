@@ -147,7 +147,8 @@ def test_the_fields_continual_metrics_from_the_error_matrix():
 
     R = {"R11": 0.1, "R12": 0.5, "R21": 0.3, "R22": 0.2}  # errors: stage 2 raised stage 1's error by 0.2
     m = nc.continual_metrics(R)
-    assert m["average"] == 0.25 and m["zero_shot"] == 0.5
+    assert m["average"] == 0.25 and m["zero_shot"] == 0.5 and m["fwt"] != m["fwt"]  # no untrained error: NaN
+    assert abs(nc.continual_metrics({**R, "B2": 0.8})["fwt"] - 0.3) < 1e-12  # stage 1 lowered stage 2's error
     assert abs(m["bwt"] - 0.2) < 1e-12 and m["forgetting"] == m["bwt"]  # positive: forgetting (errors)
     better = nc.continual_metrics({**R, "R21": 0.05})
     assert better["bwt"] < 0  # stage 2 helped stage 1: backward transfer
@@ -176,8 +177,11 @@ def test_the_metrics_table_gives_intransigence_against_joint_training():
             ("id_stage1", METRIC): 0.3, ("id_stage2", METRIC): 0.2}
     entries = [_fit(BENCH, "mlp", s, rows) for s in (0, 1)] + [_joint("mlp-joint", s, 0.05, 0.05, 0.05) for s in (0, 1)]
     table = "\n".join(nc.metrics_table(BENCH)(_ctx(entries)))
-    assert "| mlp | 2 | 0.1 ± 0 | 0.9 ± 0 | 0.3 ± 0 | 0.2 ± 0 | 0.25 ± 0 | 0.2 ± 0 | 0.15 ± 0 |" in table
-    assert "| mlp-joint | 2 | — | — | 0.05 ± 0 | 0.05 ± 0 | 0.05 ± 0 | — | — |" in table
+    assert "| mlp | 2 | 0.1 ± 0 | 0.9 ± 0 | 0.3 ± 0 | 0.2 ± 0 | 0.25 ± 0 | 0.2 ± 0 | 0.15 ± 0 | — |" in table
+    assert "| mlp-joint | 2 | — | — | 0.05 ± 0 | 0.05 ± 0 | 0.05 ± 0 | — | — | — |" in table
+    rows[("id_stage2", f"before:{METRIC}")] = 1.0  # the untrained model's error on stage 2: FWT = 1.0 - 0.9
+    table = "\n".join(nc.metrics_table(BENCH)(_ctx([_fit(BENCH, "mlp", s, rows) for s in (0, 1)])))
+    assert "| mlp | 2 | 0.1 ± 0 | 0.9 ± 0 | 0.3 ± 0 | 0.2 ± 0 | 0.25 ± 0 | 0.2 ± 0 | — | 0.1 ± 0 |" in table
 
 
 def test_the_spec_plans_an_ewc_sweep_replay_and_joint_training():

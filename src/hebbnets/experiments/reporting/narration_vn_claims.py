@@ -542,7 +542,8 @@ def links(ctx: ReportContext) -> list[str]:
 # -- the field's continual-learning metrics, from the error matrix -----------------------------------
 def error_matrix(ctx: ReportContext, bench: str, label: str) -> list[dict[str, float]]:
     """Per seed the error matrix of a two-stage run, ``R[i][j]`` = test error on stage ``j`` after
-    learning stage ``i`` (the task metric; lower is better): ``{"R11", "R12", "R21", "R22"}``."""
+    learning stage ``i`` (the task metric; lower is better): ``{"R11", "R12", "R21", "R22"}``, and
+    ``"B2"``, the untrained model's error on stage 2 (NaN in records written before it was measured)."""
     m = metric_of(ctx, bench)
     out = []
     for e in ctx.fits(bench, label):
@@ -550,10 +551,10 @@ def error_matrix(ctx: ReportContext, bench: str, label: str) -> list[dict[str, f
         try:
             final = {"R21": row[("id_stage1", m)], "R22": row[("id_stage2", m)]}
             if e.get("options", {}).get("schedule") == "joint":  # one state only: no row "after stage 1"
-                out.append({"R11": math.nan, "R12": math.nan, **final})
+                out.append({"R11": math.nan, "R12": math.nan, "B2": math.nan, **final})
                 continue
             out.append({"R11": row[("id_stage1", f"after_stage1:{m}")], "R12": row[("id_stage2", f"after_stage1:{m}")],
-                        **final})
+                        "B2": row.get(("id_stage2", f"before:{m}"), math.nan), **final})
         except KeyError:
             continue
     return out
@@ -564,10 +565,12 @@ def continual_metrics(R: dict[str, float]) -> dict[str, float]:
     average error after the last stage ``(R21 + R22) / 2``; backward transfer
     ``BWT = R21 - R11`` (Lopez-Paz and Ranzato 2017, with the sign flipped for errors: > 0 means
     stage 2 raised stage 1's error); forgetting ``F = R21 - min_{l < T} R_l1`` (Chaudhry et al.
-    2018, for errors), equal to BWT at T = 2; and the zero-shot error ``R12`` on stage 2 before it
-    is learned (forward transfer compares it with an untrained model's error, not recorded)."""
+    2018, for errors), equal to BWT at T = 2; the zero-shot error ``R12`` on stage 2 before it
+    is learned; and forward transfer ``FWT = B2 - R12`` (Lopez-Paz and Ranzato 2017 for errors:
+    ``B2`` the untrained model's error on stage 2; > 0 means learning stage 1 lowered it; NaN
+    without ``B2``)."""
     return {"average": (R["R21"] + R["R22"]) / 2, "bwt": R["R21"] - R["R11"], "forgetting": R["R21"] - R["R11"],
-            "zero_shot": R["R12"]}
+            "zero_shot": R["R12"], "fwt": R.get("B2", math.nan) - R["R12"]}
 
 
 def metrics_text(ctx: ReportContext) -> list[str]:
@@ -578,8 +581,10 @@ def metrics_text(ctx: ReportContext) -> list[str]:
             "al. 2018 (R[2,1] minus the best earlier error on stage 1; with two stages it equals BWT); *zero-shot* = "
             "R[1,2], stage 2's error before it is learned; *intransigence* (Chaudhry et al. 2018, for errors) = R[2,2] "
             "minus the jointly trained MLP's (`mlp-joint`) error on stage 2, the price of learning it second. The "
-            "jointly trained row has no state after stage 1 (—). Forward transfer needs an untrained model's error on "
-            "stage 2, which is not recorded.", ""]
+            "jointly trained row has no state after stage 1 (—). *FWT* = B[2] - R[1,2] (forward transfer, Lopez-Paz and "
+            "Ranzato 2017, for errors: B[2] is the untrained model's error on stage 2, built under the fit's seed; > 0 "
+            "means learning stage 1 lowered stage 2's error); records written before the protocol measured B[2] show "
+            "— there.", ""]
 
 
 def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
@@ -591,7 +596,7 @@ def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
             return lines + ["No records yet.", ""]
         lines += [f"`{m}`, mean ± sample std over seeds.", "",
                   "| model | seeds | R[1,1] | R[1,2] (zero-shot) | R[2,1] | R[2,2] | average after 2 | BWT = forgetting "
-                  "| intransigence |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| intransigence | FWT |", "|---|---|---|---|---|---|---|---|---|---|"]
         joint = [R["R22"] for lab in ctx.labels(bench) if schedule_of(ctx, bench, lab) == "joint"
                  for R in error_matrix(ctx, bench, lab)]
         for lab in ctx.labels(bench):
@@ -604,7 +609,7 @@ def metrics_table(bench: str) -> Callable[[ReportContext], list[str]]:
             lines.append(f"| {lab} | {len(Rs)} | " + " | ".join(ms(finite([R[k] for R in Rs])) for k in
                                                                ("R11", "R12", "R21", "R22"))
                          + f" | {ms([x['average'] for x in mets])} | {ms(finite([x['bwt'] for x in mets]))} | "
-                         + f"{ms(intrans)} |")
+                         + f"{ms(intrans)} | {ms(finite([x['fwt'] for x in mets]))} |")
         return lines + [""]
     return render
 
