@@ -67,6 +67,21 @@ def test_forgetting_alone_and_the_final_error_can_disagree():
     assert _final(_ctx(_entries(worse)))[0] is False
 
 
+def test_a_lower_mean_within_the_interval_is_not_resolvable():
+    # vn lower than the best backprop row in the mean on every comparison, but its seeds spread over it
+    entries = [_continual("vn", s, 0.10, 0.10 * f, 0.18 * f) for s, f in enumerate((0.5, 1.0, 1.5))]
+    entries += [_continual("mlp", s, 0.10, 0.10 * f, 0.20 * f) for s, f in enumerate((0.98, 1.0, 1.02))]
+    ctx = _ctx(entries)
+    assert _final(ctx)[0] == "not resolvable at this size"
+    assert nc.final_claim(BENCH, vc.VN_LABELS)(ctx).holds is None
+    # the same means with little spread: the interval lies below 1, so the claim holds
+    tight = [_continual("vn", s, 0.10, 0.10, 0.18 * f) for s, f in enumerate((0.99, 1.0, 1.01))]
+    assert _final(_ctx(tight + entries[3:]))[0] is True
+    # one seed a side: no interval to decide with
+    assert _final(_ctx([entries[0], entries[3]]))[0] == "undecided"
+    assert nc.lower_beyond_interval([(None, None)]) == "undecided"
+
+
 def test_claims_without_records_are_not_measured():
     ctx = _ctx([])
     assert _forgetting(ctx)[0] is None
