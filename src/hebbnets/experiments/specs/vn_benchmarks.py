@@ -5,21 +5,18 @@ lower. Three task families here (``functions1d``, ``spatial2d``, ``mnist_comp`` 
 nbody and mnist_comp transform are in the ``vn_dynamics`` spec), each read by every VN variant
 that fits its data:
 
-* ``vn``: the vector reading (a layer's message ``U g``; ``output="reconstruction"`` reads the
-  input dictionary ``S g``, e.g. ``vn-inpaint`` on functions1d masked);
-* ``vn_matrix``: the matrix reading, the composed operator ``U G S^T`` is the output (images);
-  ``vn_matrix-private`` is its control with the same atom count and active count and no shared
-  factors (a flat library of fixed pairs ``u_k s_k^T``);
-* ``vn_pairs``: pair atoms ``[p_a; q_b] -> u_a v_b^T`` (spatial2d decode).
+``vn`` (the vector reading: a layer's message ``U g``, or with ``output="reconstruction"`` the input
+dictionary's ``S g``, e.g. ``vn-inpaint``); ``vn_matrix`` (the matrix reading: the composed operator
+``U G S^T`` is the output; ``vn_matrix-private``: the same atom and active counts, no shared factors);
+``vn_pairs`` (pair atoms ``[p_a; q_b] -> u_a v_b^T``, spatial2d decode).
 
-Every model runs at the configuration chosen on validation data carved from the task's training
-split (the task's configs file; ``--stage tune`` reruns the searches below and writes it), with
-the same number of validation points per model within a bench, and trains until its validation
-error stops improving (the bench's epoch cap and patience, the same for every model). Where a
-round cut the VN side for compute time, the report's budget table (page ``readings``, read from
-the configs files) says so. Test error on held-out ID and OOD splits, 3 or 5 seeds (``SEEDS5``; data and
-models re-seeded). Background: ``docs/vn.md``. Claim checks and prose: ``reporting/narration_vn_benchmarks.py``.
-To add a model to a benchmark: one line in the bench's ``models`` (and a tuning search with as many points).
+Every model runs at the configuration chosen on validation data carved from the task's training split (the task's
+configs file; ``--stage tune`` reruns the searches below and writes it), with the same number of validation points per
+model within a bench, and trains until its validation error stops improving (the bench's epoch cap and patience, the
+same for every model). Where a round cut the VN side for compute time, the report's budget table (page ``readings``,
+read from the configs files) says so. Test error on held-out ID and OOD splits, 3 or 5 seeds (``SEEDS5``), data and
+models re-seeded. Background: ``docs/vn.md``; claim checks and prose: ``reporting/narration_vn_benchmarks.py``. To add
+a model to a benchmark: one line in the bench's ``models`` (and a tuning search with as many points).
 """
 from __future__ import annotations
 
@@ -166,8 +163,7 @@ SPATIAL_RECONSTRUCT = _spatial(
     Moves(base=dict(atoms=(128,), output="reconstruction", lam=0.001, nonneg=True, topk=4, **_IMG),
           moves=({"atoms": (64,)}, {"lam": 0.0003}, {"lam": 0.003}, {"beta": 0.5}, _rates(1.0), {"test_lam": 0.0005},
                  {"topk": 8}, _budget())),
-    # vn_matrix at its chosen configuration refit at cap 2000 with warm starts (the same energies within the solver's
-    # tolerance, less time an epoch): at the bench's cap of 400 every fit ended at it (5 of 5)
+    # vn_matrix refit at cap 2000, warm starts (same energies, less time an epoch): at cap 400 5 of 5 fits ended at it
     (variant("vn_matrix", epochs=S_VN_MATRIX_CAP, warm_start=True),
      variant("vn_matrix-private", "vn_matrix", factors="private", topk=S_CONTROL_TOPK),
      variant("vn_matrix-dense", "vn_matrix", lam=1e-4), "matrix_code_ff",
