@@ -34,7 +34,8 @@ SEEDS5 = (0, 1, 2, 3, 4)
 LR3 = [1e-3, 3e-3, 1e-2]
 #: smoke scale: one epoch, short FISTA budgets (the whole spec, searches included, in seconds)
 _SMOKE_CONFIG = {"*": {"epochs": 1}, "vn": {"max_iter": 20, "max_sweeps": 2}, "vn_matrix": {"max_iter": 20},
-                 "vn_pairs": {"max_iter": 20}, "vn_matrix_implicit": {"max_iter": 20}, "pca": {"n_components": 4}}
+                 "vn_pairs": {"max_iter": 20}, "vn_matrix_implicit": {"max_iter": 20}, "pca": {"n_components": 4},
+                 "dict_learning": {"n_components": 8, "n_iter": 2, "alpha": 0.01}}
 
 
 def _rates(vn_rho: float) -> dict[str, float]:
@@ -66,14 +67,9 @@ F_VN_EARLIER = dict(atoms=(150,), output="message", lam=0.01, norm_policy="clip_
                     batch_size=64, test_lam=0.005, beta=1.0, rho_s=0.5, rho_u=0.5, max_iter=200, tol=1e-4)
 FUNCTIONS_MASKED = Bench(
     "functions1d_masked", "functions1d", params={"mode": "masked"}, seeds=SEEDS,
-    models=(
-        "vn",
-        variant("vn-inpaint", "vn", output="reconstruction"),  # plain inpainting: the input dictionary S alone
-        "transformer",
-        "mamba",
-        "mlp",
-        "gap_interp",  # model-free reference: linear interpolation across the gap
-    ),
+    # vn-inpaint: plain inpainting (the input dictionary S alone); gap_interp: model-free reference, linear
+    # interpolation across the gap
+    models=("vn", variant("vn-inpaint", "vn", output="reconstruction"), "transformer", "mamba", "mlp", "gap_interp"),
     # the baselines keep the configurations of their earlier rounds (8 points each: a learning-rate x
     # weight-decay round under a 20-epoch cap, then a learning-rate grid under _SEQ; configs file)
     tuning={"vn": F_VN}, kept={"transformer": 8, "mamba": 8, "mlp": 8},
@@ -128,8 +124,11 @@ def _spatial(mode: str, vn: Moves, extra: tuple, extra_tuning: dict[str, Moves],
             # factorized: the answer's structure built in (a product of x and y profiles): exact by construction
             *S_BASELINES,
             "zeros",  # reference: the empty image
-            # reference: each image's own best rank-1 approximation, no learning; a bump is rank 1
-            *((variant("svd_image-r1", "svd_image", rank=1),) if mode == "reconstruct" else ()),
+            # reference: each image's own best rank-1 approximation, no learning; a bump is rank 1. The
+            # field's simple codes (baselines): PCA at `vn`'s active count (top-8) and at the CNN's latent
+            # width (64); scikit-learn's dictionary learning + sparse_encode, `vn`'s 128 atoms, codes >= 0
+            *((variant("svd_image-r1", "svd_image", rank=1), variant("pca-8", "pca", n_components=8),
+               variant("pca-64", "pca", n_components=64), "dict_learning") if mode == "reconstruct" else ()),
         ),
         options={"statistics": ["error_map", "atoms"]},
         tuning={"vn": vn, **extra_tuning}, kept=dict.fromkeys(S_BASELINES, 9),
@@ -168,12 +167,13 @@ SPATIAL_RECONSTRUCT = _spatial(
      variant("vn_matrix-private", "vn_matrix", factors="private", topk=S_CONTROL_TOPK),
      variant("vn_matrix-dense", "vn_matrix", lam=1e-4), "matrix_code_ff",
      variant("vn_matrix_implicit", atoms_u=36, atoms_s=36, lam=0.003, lr=1e-3, **_IMG)),  # not searched: compute
-    # with input = target and no mask, beta > 0 weighs the reconstruction (1 + beta) during training only:
-    # training at lam / (1 + beta) while predicting at lam (not a repeat of a lam move). The costlier
-    # moves (more factors, the FISTA budget) come last, so an accepted one slows no later point
-    # the implicit control (FISTA kept, the factors by gradients through the solution) runs unsearched at the
-    # first point of its planned lam x lr grid (its fit times: the readings page)
-    {"matrix_code_ff": _ff_control(36),
+    # input = target, no mask: beta > 0 weighs the reconstruction (1 + beta) in training only (training at
+    # lam / (1 + beta), predicting at lam: no repeat of a lam move). Costlier moves (more factors, FISTA budget) last, so an
+    # accepted one slows no later point. The implicit control (FISTA kept, the factors by gradients through the
+    # solution) runs unsearched at the first point of its planned lam x lr grid (its fit times: the readings page)
+    {"matrix_code_ff": _ff_control(36),  # dict_learning: vn's lam points (alpha) x passes, 9 points
+     "dict_learning": Grid({"alpha": [3e-4, 1e-3, 3e-3], "n_iter": [10, 30, 100]},
+                           base=dict(n_components=128, positive=True)),
      "vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.02, nonneg=True, **_IMG),
                         moves=({"atoms_u": 20, "atoms_s": 20}, {"lam": 0.01}, {"lam": 0.05}, {"beta": 1.0}, _rates(1.0),
                                {"test_lam": 0.015}, {"atoms_u": 36, "atoms_s": 36}, _budget()))},
