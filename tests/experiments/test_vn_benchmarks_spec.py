@@ -345,3 +345,10 @@ def test_one_control_as_good_decides_the_structure_verdict_while_another_is_miss
     del table["vn_matrix-dense"]  # without the matching control, the missing one leaves it undecided
     ctx = ReportContext(SPEC, "quick", [fit(lab, s, v) for lab, v in table.items() for s in (0, 1, 2)], out=".")
     assert claim.verdict(ctx).word == "undecided"
+
+
+def test_the_code_size_table_names_the_simple_codes_sizes():
+    assert vb._latent({"model": "pca", "config": {"n_components": 8}}) == "8 components"
+    assert vb._latent({"model": "dict_learning", "config": {"n_components": 128, "alpha": 1e-6}}).startswith(
+        "128 atoms (sparse code, alpha ")
+    assert vb._latent({"model": "cnn", "config": {"latent": 64}}) == "64 latent units"

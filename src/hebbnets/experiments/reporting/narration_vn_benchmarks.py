@@ -501,6 +501,10 @@ def _latent(entry: dict[str, Any]) -> str:
         return f"{cfg['d_model']} units per position (no bottleneck)"
     if model == "mlp":
         return f"hidden widths {list(cfg['hidden'])} (no bottleneck below the narrowest layer)"
+    if model == "pca":
+        return f"{cfg['n_components']} components"
+    if model == "dict_learning":
+        return f"{cfg['n_components']} atoms (sparse code, alpha {fmt(cfg['alpha'])})"
     return "—"
 
 
