@@ -272,8 +272,12 @@ def _points_and_stopping(ctx: ReportContext, bench: Any, model: str) -> tuple[in
     rule = _stopping(cfg)
     refit = next((v.config.get("epochs") for v in bench.variants if v.label == model), None)
     if refit is not None and refit != cfg["epochs"]:
-        rule = f"searched at {rule}; final fits at {refit} epochs"
+        rule = f"{_SEARCHED}{rule}{_REFIT}{refit} epochs"
     return len(entry.get("points", [])), rule
+
+
+#: how a stopping rule names a search's cap and its final fits' larger one (``_search_rule`` reads it back)
+_SEARCHED, _REFIT = "searched at ", "; final fits at "
 
 
 #: the stopping rule of a model without epochs (a closed form or a library's own solver)
@@ -296,7 +300,7 @@ _RAISED_MARK = "**no** (VN's final fits at a larger cap)"
 
 def _search_rule(rule: str) -> str:
     """The search's stopping rule of a ``_points_and_stopping`` rule (without the final fits' cap)."""
-    return rule.split("; final fits at")[0].removeprefix("searched at ")
+    return rule.split(_REFIT)[0].removeprefix(_SEARCHED)
 
 
 def budget_table(ctx: ReportContext) -> list[str]:
@@ -328,7 +332,8 @@ def budget_table(ctx: ReportContext) -> list[str]:
         shown = show({m: nr for m, nr in ctl.items() if nr[0]}) or "—"
         unsearched = [f"`{m}`" for m, (n, _) in ctl.items() if not n]
         shown += (f" ({', '.join(unsearched)} not searched yet)" if unsearched else "")
-        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {shown} | {'yes' if equal else _RAISED_MARK if raised else _CUT_MARK} |")
+        mark = "yes" if equal else _RAISED_MARK if raised else _CUT_MARK
+        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {shown} | {mark} |")
     return lines
 
 
