@@ -174,3 +174,23 @@ def test_models_selects_a_label_alone_and_a_bare_model_name_every_variant():
     assert labels(["mlp", "vae-big"]) == ["mlp", "vae-big"]
     with pytest.raises(ValueError, match=r"^models: \['cnn'\] are not models of bench 'b'"):
         plan_bench(None, bench, "quick", models=["cnn"], check=False)
+
+
+def test_a_fit_record_names_the_processor_and_kernel_level_that_rounded_it():
+    """Records are bit-identical only on the same kernel level (docs/experiments.md, "Reproducibility"):
+    every fit entry says which it ran on, read from torch's dispatch, not a constant."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    [entry] = _run(Bench("b", "spatial2d", (variant("mlp", hidden=(8,), epochs=1),), params=TINY, seeds=(0,)))
+    m = entry["stats"]["machine"]
+    assert set(m) == {"cpu", "cpu_capability", "torch", "torch_threads"}
+    assert m["cpu_capability"] == torch.backends.cpu.get_cpu_capability() and m["torch"] == torch.__version__
+    assert m["torch_threads"] == torch.get_num_threads() and m["cpu"]
+    # torch's own switch forces the portable kernels: the fingerprint follows it
+    code = "import json; from hebbnets.measures.speed import platform_fingerprint as f; print(json.dumps(f()))"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "ATEN_CPU_CAPABILITY": "default"},
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out)["cpu_capability"] == "DEFAULT"

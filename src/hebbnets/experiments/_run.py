@@ -210,8 +210,9 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
         torch.set_num_threads(int(payload["threads"]))
         set_threads(int(payload["threads"]))  # what every fit and prediction of the job runs with
     t0 = time.perf_counter()
+    from ..measures.speed import get_measurement, machine, platform_fingerprint
+
     if payload["kind"] == "measure":
-        from ..measures.speed import get_measurement, machine
 
         rows = get_measurement(payload["function"])(**payload["params"])
         return {"kind": "measure", "function": payload["function"], "params": payload["params"],
@@ -229,6 +230,8 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
     ctx.stats["seconds"] = time.perf_counter() - t0
     if model.device.type != "cpu":  # CPU records keep their format; others say where they ran
         ctx.stats["device"] = str(model.device)
+    # the processor and kernel level: records that differ only in these may differ in rounding
+    ctx.stats["machine"] = platform_fingerprint()
     return {"kind": "fit", "task": task.name, "task_params": jsonable(task.params), "model": payload["model"],
             "config": jsonable(dataclasses.asdict(model.config)), "seed": payload["seed"],
             "protocol": payload["protocol"], "options": payload["options"], "rows": jsonable(rows),

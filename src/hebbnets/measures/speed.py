@@ -39,13 +39,34 @@ def get_measurement(name: str) -> Callable[..., list[dict[str, Any]]]:
     return MEASUREMENTS.get(name, "function")
 
 
+def _cpu_model() -> str:
+    """The processor's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows."""
+    with contextlib.suppress(OSError):
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    return platform.processor() or platform.machine()
+
+
+def platform_fingerprint() -> dict[str, Any]:
+    """What decides a fit's floating-point rounding besides its inputs: the processor, the kernel
+    level torch dispatches to on it (``torch.backends.cpu.get_cpu_capability()``: AVX512, AVX2,
+    ...), the torch version and the number of torch threads. Two runs that agree on these give the
+    same records bit for bit; runs that differ in them round differently, and a long fit can
+    end elsewhere (docs/experiments.md, "Reproducibility")."""
+    return {"cpu": _cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "torch": torch.__version__, "torch_threads": torch.get_num_threads()}
+
+
 def machine() -> dict[str, Any]:
-    """Where a measurement ran: processor, logical CPUs, torch threads, versions, and the 1-minute
-    load average when it ended (other work on the machine slows absolute rates; ratios measured
-    in the same run are still comparable)."""
+    """Where a measurement ran: processor, logical CPUs, torch threads, versions, the kernel level
+    (``platform_fingerprint``), and the 1-minute load average when it ended (other work on the
+    machine slows absolute rates; ratios measured in the same run are still comparable)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
             "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
+            "cpu_model": _cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
             "load_average_1min": load}
 
 

@@ -13,7 +13,8 @@ from .sections import ReportContext, Verdict, fmt, table_cell
 def _machine(e: dict) -> str:
     m = e["stats"].get("machine", {})
     load = m.get("load_average_1min")
-    return (f"{m.get('processor', '?')}, {m.get('cpus', '?')} logical CPUs, torch {m.get('torch', '?')}"
+    kernels = f" ({m['cpu_model']}, torch's {m['cpu_capability']} kernels)" if "cpu_capability" in m else ""
+    return (f"{m.get('processor', '?')}{kernels}, {m.get('cpus', '?')} logical CPUs, torch {m.get('torch', '?')}"
             + ("" if load is None else f", 1-minute load average {load:.1f} when it ended (other work on the machine "
                                        "slows absolute rates; the ratios are measured in the same run)"))
 
