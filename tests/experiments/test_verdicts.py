@@ -188,3 +188,12 @@ def test_speed_goal_claims_read_their_measures(tmp_path):
     (tmp_path / "rsgn.jsonl").write_text(json.dumps(million) + "\n")
     assert million_claim()(ctx).holds is False  # 9 GiB is over the memory bound
     assert million_claim(gib=10.0)(ctx).holds is True
+
+
+def test_the_speed_pages_name_the_kernel_level_where_a_record_has_it():
+    from hebbnets.experiments.reporting import narration_speed as ns
+
+    old = {"stats": {"machine": {"processor": "x86_64", "cpus": 2, "torch": "2.13.0", "load_average_1min": 1.0}}}
+    assert ns._machine(old).startswith("x86_64, 2 logical CPUs, torch 2.13.0, 1-minute load average 1.0")
+    new = {"stats": {"machine": {**old["stats"]["machine"], "cpu_model": "AMD EPYC", "cpu_capability": "AVX512"}}}
+    assert ns._machine(new).startswith("x86_64 (AMD EPYC, torch's AVX512 kernels), 2 logical CPUs")
