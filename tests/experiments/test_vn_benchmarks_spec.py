@@ -190,7 +190,16 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
                                                    "dict_learning": {"config": {}, "points": [{"config": {}}] * 6}}},
              "functions1d-masked": {"models": {"vn": entry(8, 30, 5),
                                                **{m: entry(8, 200, 20) for m in ("transformer", "mamba", "mlp")}}}}
-    monkeypatch.setattr(ctx, "configs", lambda name, follow=True: files.get(name, {"same_as": "functions1d-masked"}))
+    # functions1d reconstruct follows the masked-mode file and searches dict_learning of its own
+    own = {"same_as": "functions1d-masked", "models": {"dict_learning": {"config": {}, "points": [{"config": {}}] * 8}}}
+    files["functions1d-reconstruct"] = own
+
+    def configs(name, follow=True):
+        doc = files.get(name, {})  # the spatial2d files: none here
+        if follow and "same_as" in doc:
+            return {"models": {**files[doc["same_as"]]["models"], **doc.get("models", {})}}
+        return doc
+    monkeypatch.setattr(ctx, "configs", configs)
     rows = {line.split(" | ")[0].strip("| "): line for line in vb.budget_table(ctx)[2:]}
     assert rows["mnist_reconstruct"].endswith("| yes |")
     # a model without epochs (a library's solver) is counted by its points alone
@@ -198,7 +207,11 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     assert vb._points_and_stopping(ctx, mnist, "dict_learning") == (6, vb.SOLVER_STOP)
     assert "`vn`: 8 points, 30 epochs, patience 5" in rows["functions1d_masked"]
     assert rows["functions1d_masked"].endswith("| **no** (cut against VN) |")  # same points, shorter cap
-    assert "no search of its own" in rows["functions1d_reconstruct"]
+    # a file that follows another: the followed choices for its rows, its own search beside them
+    assert rows["functions1d_reconstruct"].startswith("| functions1d_reconstruct | the `functions1d-masked` choices: "
+                                                       "`vn`: 8 points, searched at 30 epochs, patience 5; final fits at")
+    assert "`dict_learning`: 8 points, its own solver (no epochs)" in rows["functions1d_reconstruct"]
+    assert rows["functions1d_reconstruct"].endswith("| **no** (cut against VN) |")
     # a VN search at a shorter cap than its refits: both caps shown, and the budgets are not equal
     files["mnist_comp-reconstruct"]["models"]["vn"] = entry(6, 40, 5)
     rows = {line.split(" | ")[0].strip("| "): line for line in vb.budget_table(ctx)[2:]}
@@ -217,7 +230,9 @@ def test_the_budget_table_says_where_budgets_are_equal(monkeypatch):
     unequal = "Where a bench's budgets are unequal"
     assert unequal in "\n".join(vb.round_cuts(ctx))
     files["functions1d-masked"]["models"]["vn"] = entry(8, 200, 20)
-    assert all(line.endswith("| yes |") or "no search" in line for line in vb.budget_table(ctx)[2:])
+    # functions1d reconstruct refits vn at a larger cap than the (now equal) masked-mode search: in VN's favour
+    assert all(line.endswith("| yes |") or "no search" in line or line.startswith("| functions1d_reconstruct")
+               and line.endswith(f"| {vb._RAISED_MARK} |") for line in vb.budget_table(ctx)[2:])
     assert unequal not in "\n".join(vb.round_cuts(ctx))
 
 

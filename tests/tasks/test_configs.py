@@ -50,9 +50,15 @@ def test_update_keeps_models_it_does_not_tune(tmp_path):
     _configs.update("t", {"task": "t", "models": {"a": {"config": {"x": 1}}, "b": {"config": {"y": 1}}}}, tmp_path)
     _configs.update("t", {"task": "t", "models": {"b": {"config": {"y": 2}}}}, tmp_path)
     assert _configs.chosen("t", tmp_path) == {"a": {"x": 1}, "b": {"y": 2}}
-    (tmp_path / "s.json").write_text(json.dumps({"same_as": "t"}))
-    _configs.update("s", {"models": {"b": {"config": {"y": 3}}}}, tmp_path)  # becomes a file of its own
-    assert _configs.chosen("s", tmp_path) == {"b": {"y": 3}}
+    (tmp_path / "s.json").write_text(json.dumps({"same_as": "t", "note": "reuses t"}))
+    # a file that follows another keeps following it for the models it does not tune; its own entries win
+    _configs.update("s", {"models": {"b": {"config": {"y": 3}}, "c": {"config": {"z": 1}}}}, tmp_path)
+    assert _configs.chosen("s", tmp_path) == {"a": {"x": 1}, "b": {"y": 3}, "c": {"z": 1}}
+    own = _configs.load("s", tmp_path, follow=False)
+    assert own["same_as"] == "t" and own["note"] == "reuses t" and set(own["models"]) == {"b", "c"}
+    assert _configs.chosen("t", tmp_path) == {"a": {"x": 1}, "b": {"y": 2}}  # the followed file is untouched
+    _configs.update("t", {"models": {"a": {"config": {"x": 5}}}}, tmp_path)  # a later choice there reaches s
+    assert _configs.chosen("s", tmp_path)["a"] == {"x": 5}
 
 
 def test_where_tune_writes():

@@ -5,7 +5,8 @@ task's training split (``"config"``, overrides of the model's defaults) and ever
 point behind the choice (``"points"``), with where they came from. Task modules read their
 file when a task is generated (``chosen``); ``hebbnets reproduce NAME --stage tune`` writes it
 (``update``). A file may instead say ``{"same_as": "<other file>"}`` (e.g. one mode reuses
-another's choice). Nothing here is copied by hand into code.
+another's choice), and may add models of its own beside it (a model searched only in this mode:
+its own entry wins over the followed file's). Nothing here is copied by hand into code.
 
 File layout::
 
@@ -36,7 +37,9 @@ def path(stem: str, directory: str | os.PathLike | None = None) -> Path:
 
 
 def load(stem: str, directory: str | os.PathLike | None = None, *, follow: bool = True) -> dict[str, Any]:
-    """The document of ``stem`` (``{}`` if there is no file), following ``same_as``."""
+    """The document of ``stem`` (``{}`` if there is no file), following ``same_as``: the followed
+    document, with the models ``stem``'s own file adds (its own entries win). ``follow=False``:
+    the file as written."""
     p = path(stem, directory)
     if not p.exists():
         return {}
@@ -44,13 +47,16 @@ def load(stem: str, directory: str | os.PathLike | None = None, *, follow: bool 
         doc = json.loads(p.read_text())
     except json.JSONDecodeError as exc:
         raise ValueError(f"stem: {p} is not valid JSON ({exc})") from None
-    seen = {stem}
+    seen, own_models = {stem}, {}
     while follow and isinstance(doc, dict) and "same_as" in doc:
         other = doc["same_as"]
         if other in seen:
             raise ValueError(f"stem: configs file {stem!r} refers to itself through 'same_as'")
         seen.add(other)
+        own_models = {**doc.get("models", {}), **own_models}  # the nearer file wins
         doc = load(other, directory, follow=False)
+    if own_models:
+        doc = {**doc, "models": {**doc.get("models", {}), **own_models}}
     return doc
 
 
@@ -62,12 +68,13 @@ def chosen(stem: str, directory: str | os.PathLike | None = None) -> dict[str, d
 
 def update(stem: str, doc: dict[str, Any], directory: str | os.PathLike | None = None) -> Path:
     """Write ``doc`` to ``stem``'s file, keeping models of the existing file that ``doc`` does
-    not tune (a file that was ``same_as`` another becomes a file of its own). Atomic."""
+    not tune (a file that follows another with ``same_as`` keeps following it for every model
+    ``doc`` does not tune: ``doc``'s models become its own). Atomic."""
     p = path(stem, directory)
     old = load(stem, directory, follow=False) if p.exists() else {}
-    models = {} if "same_as" in old else dict(old.get("models", {}))
+    models = dict(old.get("models", {}))
     models.update(doc.get("models", {}))
-    merged = {**{k: v for k, v in old.items() if k not in ("same_as", "models")}, **doc, "models": models}
+    merged = {**{k: v for k, v in old.items() if k != "models"}, **doc, "models": models}
     p.parent.mkdir(parents=True, exist_ok=True)
     tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(merged, indent=1) + "\n")

@@ -310,11 +310,13 @@ def budget_table(ctx: ReportContext) -> list[str]:
              "| equal budgets |", "|---|---|---|---|---|"]
     controls = {c for cs in SAME_STRUCTURE.values() for c in cs}
     for b in _result_benches(ctx):
-        tuned = [*b.tuning, *b.kept]
+        tuned, follows = [*b.tuning, *b.kept], ctx.configs(b.configs, follow=False).get("same_as")
         if not tuned:
-            lines.append(f"| {b.name} | the `{ctx.configs(b.configs, follow=False).get('same_as', '?')}` choices | "
-                         "the same | — | (no search of its own) |")
+            lines.append(f"| {b.name} | the `{follows or '?'}` choices | the same | — | (no search of its own) |")
             continue
+        if follows:  # the followed file's choices for this bench's rows, beside the searches of its own
+            rows = {v.label for v in b.variants} | {v.model for v in b.variants}
+            tuned = [*dict.fromkeys([*(m for m in ctx.configs(b.configs).get("models", {}) if m in rows), *tuned])]
         vn = {m: _points_and_stopping(ctx, b, m) for m in tuned if m in READINGS}
         base = {m: _points_and_stopping(ctx, b, m) for m in tuned if m not in READINGS and m not in controls}
         ctl = {m: _points_and_stopping(ctx, b, m) for m in tuned if m in controls}
@@ -333,7 +335,8 @@ def budget_table(ctx: ReportContext) -> list[str]:
         unsearched = [f"`{m}`" for m, (n, _) in ctl.items() if not n]
         shown += (f" ({', '.join(unsearched)} not searched yet)" if unsearched else "")
         mark = "yes" if equal else _RAISED_MARK if raised else _CUT_MARK
-        lines.append(f"| {b.name} | {show(vn)} | {show(base)} | {shown} | {mark} |")
+        prefix = f"the `{follows}` choices: " if follows else ""
+        lines.append(f"| {b.name} | {prefix}{show(vn)} | {show(base)} | {shown} | {mark} |")
     return lines
 
 

@@ -519,8 +519,9 @@ class TuningTable(Section):
         if not models:
             return lines + [f"No configs file `{b.configs}.json` yet: every model runs with its defaults.", ""]
         own = ctx.configs(b.configs, follow=False)
+        searched_here = ", ".join(f"`{m}`" for m in own.get("models", {}))
         same = (f" = the choice made for `{own['same_as']}`" + (f" ({own['note']})" if own.get("note") else "")
-                if "same_as" in own else "")
+                + (f", except {searched_here}, searched here" if searched_here else "") if "same_as" in own else "")
         lines += [f"From `hebbnets/tasks/configs/{b.configs}.json`{same}; validation metric `{doc.get('metric', '?')}`.", ""]
         hows = {}
         for m, d in models.items():
