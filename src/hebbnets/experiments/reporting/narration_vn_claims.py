@@ -196,13 +196,21 @@ def vn_vs_mlp(ctx: ReportContext) -> Verdict:
                    notes=(tuning_note(ctx), INTERVAL_NOTE), reading="vn")
 
 
-def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float) -> Callable[[ReportContext], Verdict]:
+def _shown_only_text(ctx: ReportContext, bench: str, shown_only: tuple[str, ...], split: str, metric: str) -> str:
+    """The evidence's clause on the rows shown beside a claim but not in it (``shown_only``)."""
+    rows = [lab for lab in shown_only if lab in ctx.labels(bench)]
+    return "".join(f"; shown only (another configuration, in no claim): {lab} {ms(vals(ctx, bench, lab, split, metric))}"
+                   for lab in rows)
+
+
+def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float,
+                     shown_only: tuple[str, ...] = ()) -> Callable[[ReportContext], Verdict]:
     """Every VN variant keeps the first stage (forgetting ratio at most ``keep``) and forgets less
     than the backprop row that forgets least (each VN variant's ratio beyond its interval:
-    ``lower_beyond_interval``)."""
+    ``lower_beyond_interval``). Rows in ``shown_only`` are named in the evidence, in no comparison."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = continual_rows(ctx, bench)
+        labels = [lab for lab in continual_rows(ctx, bench) if lab not in shown_only]
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         ratio = {lab: mean(vals(ctx, bench, lab, "id_stage1", "forgetting_ratio")) for lab in labels}
@@ -211,7 +219,8 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float) -> Cal
         best_bp = min(backprop, key=lambda lab: ratio[lab]) if backprop else None
         ok = all(ratio[v] <= keep for v in vn) and best_bp is not None and all(ratio[v] < ratio[best_bp] for v in vn)
         ev = ("forgetting ratio (mean ± sample std over seeds) "
-              + ", ".join(f"{lab} {ms(vals(ctx, bench, lab, 'id_stage1', 'forgetting_ratio'))}" for lab in labels) + ".")
+              + ", ".join(f"{lab} {ms(vals(ctx, bench, lab, 'id_stage1', 'forgetting_ratio'))}" for lab in labels)
+              + _shown_only_text(ctx, bench, shown_only, "id_stage1", "forgetting_ratio") + ".")
         if best_bp is None:
             return Verdict(ok, ev)
         worst = max(vn, key=lambda v: ratio[v])
@@ -224,12 +233,14 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float) -> Cal
     return check
 
 
-def final_claim(bench: str, vn_labels: tuple[str, ...]) -> Callable[[ReportContext], Verdict]:
+def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, ...] = ()
+                ) -> Callable[[ReportContext], Verdict]:
     """After both stages, the best VN row's error on both stages together is below the best backprop
-    row's, beyond its interval (``lower_beyond_interval``)."""
+    row's, beyond its interval (``lower_beyond_interval``). Rows in ``shown_only`` are named in the
+    evidence, in no comparison."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = continual_rows(ctx, bench)
+        labels = [lab for lab in continual_rows(ctx, bench) if lab not in shown_only]
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         final = {lab: vals(ctx, bench, lab, "id", m) for lab in labels}
@@ -241,14 +252,15 @@ def final_claim(bench: str, vn_labels: tuple[str, ...]) -> Callable[[ReportConte
         best_vn = min(vn, key=lambda lab: mean(final[lab]))
         mine, other = ctx.cell(bench, best_vn, "id", m), ctx.cell(bench, best_bp, "id", m)
         effect, _, _ = ratio_effect(mine, other)
-        joint = [lab for lab in ctx.labels(bench) if lab not in labels]
+        joint = [lab for lab in ctx.labels(bench) if lab not in labels and lab not in shown_only]
         reference = "".join(f"; joint training (the reference, not a continual row): {lab} "
                             f"{ms(vals(ctx, bench, lab, 'id', m))}" for lab in joint)
         lower = mean(final[best_vn]) < mean(final[best_bp])
         return Verdict(lower_beyond_interval([(mine, other)]) if lower else False,
                        f"error on both stages after both (`id`, `{m}`): "
                        + ", ".join(f"{lab} {ms(final[lab])}" for lab in labels)
-                       + f"; best VN row {best_vn}, best backprop row {best_bp}{reference}.",
+                       + f"; best VN row {best_vn}, best backprop row {best_bp}{reference}"
+                       + _shown_only_text(ctx, bench, shown_only, "id", m) + ".",
                        effect=f"{best_vn}: {effect}", against=f"{best_bp} (the best backprop row)",
                        seeds=seeds_text(mine, other), notes=(FINAL_NOTE, INTERVAL_NOTE), reading=best_vn)
     return check

@@ -79,7 +79,10 @@ NB_VN_CAP = 2000
 NBODY = Bench(
     "nbody_continual", "nbody_continual", seeds=SEEDS, protocol="continual", options=_OPTS,
     # vn refit at cap 2000 (searched at 1000): at 1000 the second stage of 2 of 3 vn fits ended at the cap
-    models=(variant("vn", epochs=NB_VN_CAP), "vn_applied_set", "mlp", *_ewc_rows()),
+    # vn_applied_set-lam0.3: the choice of the same search on an earlier machine (a tie there, 0.4 %), shown beside
+    # the claim rows (SHOWN_ONLY): its fits are that machine's records
+    models=(variant("vn", epochs=NB_VN_CAP), "vn_applied_set", variant("vn_applied_set-lam0.3", "vn_applied_set", lam=0.3),
+            "mlp", *_ewc_rows()),
     # every row under one stopping rule (issue 29): cap 1000, patience 20. The VN rows had fixed caps of 5 (vn) and 30
     # (vn_applied_set) epochs, at which 3 of 3 vn fits and 2 of 3 vn_applied_set second stages ended; vn with warm
     # starts (the same energies within the solver's tolerance, less time an epoch). vn_applied_set's lam grid moved up
@@ -95,6 +98,9 @@ NBODY = Bench(
     title="nbody: {gravity, drag} then {lorentz, spring}")
 CONTINUAL = (F1D, MNIST, NBODY)
 VN_LABELS = ("vn", "vn_matrix", "vn_applied_set")  # the VN rows; every other row is trained by backprop
+#: rows shown in the tables but in no claim: another configuration of a claim row (a sensitivity check, not chosen
+#: on validation data, so never the best of its side)
+SHOWN_ONLY = ("vn_applied_set-lam0.3",)
 # the claims' bounds: a VN keeps the first stage when its forgetting ratio is at most KEEP; the two
 # stages' updates are near-orthogonal when |cosine| < ORTHOGONAL; atoms are disjoint when fewer than
 # DISJOINT of the used ones serve both stages
@@ -129,10 +135,10 @@ _CONT = {"benches": tuple(b.name for b in CONTINUAL)}
 def _per_bench(b: Bench) -> tuple[Claim, Claim]:
     return (Claim(f"{b.name}: every VN variant keeps the first stage (forgetting ratio at most {fmt(KEEP)}) and forgets "
                   "less than every continual backprop row (MLP, its EWC sweep, replay)",
-                  N.forgetting_claim(b.name, VN_LABELS, KEEP),
+                  N.forgetting_claim(b.name, VN_LABELS, KEEP, SHOWN_ONLY),
                   key=f"{b.name}: every VN variant keeps the first stage"),
             Claim(f"{b.name}: after both stages, a VN has a lower error on both stages together than every continual "
-                  "backprop row", N.final_claim(b.name, VN_LABELS), key=f"{b.name}: a VN has the lowest error after both stages"))
+                  "backprop row", N.final_claim(b.name, VN_LABELS, SHOWN_ONLY), key=f"{b.name}: a VN has the lowest error after both stages"))
 
 
 SPEC = register_spec(Spec(
