@@ -26,7 +26,8 @@ COMPILE = Measure("compile_speed", "compile_speed", {"fista_size": [1024, 256, 1
 WARM_START = Measure("vn_warm_start", "vn_warm_start", {"task": "toy_atoms", "fast": True},
                      scales={"smoke": {"params": {"n_train": 64, "n_test": 16}}}, title="VN warm starts across epochs")
 # the chosen vn of a paper benchmark (functions1d masked)
-WARM_START_F1D = Measure("vn_warm_start_functions1d", "vn_warm_start", {"task": "functions1d", "params": {"mode": "masked"}},
+WARM_START_F1D = Measure("vn_warm_start_functions1d", "vn_warm_start",
+                         {"task": "functions1d", "params": {"mode": "masked"}, "fast": True},
                          scales={"smoke": {"params": {"mode": "masked", "n_train": 48, "n_test": 12, "length": 16}}},
                          title="VN warm starts across epochs (functions1d masked)")
 WARM_START_MNIST = Measure("vn_warm_start_mnist_matrix", "vn_warm_start",
