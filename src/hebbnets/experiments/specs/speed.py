@@ -34,7 +34,11 @@ WARM_START_MNIST = Measure("vn_warm_start_mnist_matrix", "vn_warm_start",
                            {"task": "mnist_comp", "params": {"mode": "reconstruct"}, "model": "vn_matrix", "fast": True},
                            scales={"smoke": {"params": {"mode": "reconstruct", "n_train": 48, "n_test": 12}}},
                            title="VN warm starts across epochs (vn_matrix, mnist_comp reconstruct)")
-WARM_STARTS = (WARM_START, WARM_START_F1D, WARM_START_MNIST)
+WARM_START_MNIST_VN = Measure("vn_warm_start_mnist", "vn_warm_start",
+                              {"task": "mnist_comp", "params": {"mode": "reconstruct"}, "fast": True},
+                              scales={"smoke": {"params": {"mode": "reconstruct", "n_train": 48, "n_test": 12}}},
+                              title="VN warm starts across epochs (vn, mnist_comp reconstruct)")
+WARM_STARTS = (WARM_START, WARM_START_F1D, WARM_START_MNIST_VN, WARM_START_MNIST)
 WARM_PATHS = {True: "the fast paths (warm starts, fused loop, working sets)", False: "warm starts"}  # by ``fast``
 ANCHORS = Measure("lasso_anchors", "lasso_anchors", {"sizes": [[1024, 256, 128], [4096, 512, 256]],
                                                      "tols": [1e-2, 1e-4, 1e-6], "iters": [25, 100, 400]},
