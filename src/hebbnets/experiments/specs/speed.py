@@ -88,8 +88,9 @@ SPEC = register_spec(Spec(
         Custom(parity_section),
         Text("## torch.compile against eager (CPU)"),
         Custom(compile_section),
-        Text("## VN training: warm starts across epochs"),
-        Custom(warm_start_section),
+        Text("## VN training: warm starts across epochs\n\nEach VN fit timed cold and with the fast paths, in one run "
+             "per measure (the tables: [speed_training](speed_training.md))."),
         Notes(),
     ),
+    pages={"training": (Text("## VN training: warm starts across epochs"), Custom(warm_start_section))},
 ))
