@@ -209,11 +209,10 @@ def run_job(payload: dict[str, Any], hooks: Iterable[FitHook] = ()) -> dict[str,
     if payload.get("threads"):
         torch.set_num_threads(int(payload["threads"]))
         set_threads(int(payload["threads"]))  # what every fit and prediction of the job runs with
-    t0 = time.perf_counter()
     from ..measures.speed import get_measurement, machine, platform_fingerprint
 
+    t0 = time.perf_counter()
     if payload["kind"] == "measure":
-
         rows = get_measurement(payload["function"])(**payload["params"])
         return {"kind": "measure", "function": payload["function"], "params": payload["params"],
                 "rows": jsonable(rows), "stats": {"seconds": time.perf_counter() - t0, "machine": machine()},

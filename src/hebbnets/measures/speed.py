@@ -64,10 +64,10 @@ def machine() -> dict[str, Any]:
     (``platform_fingerprint``), and the 1-minute load average when it ended (other work on the
     machine slows absolute rates; ratios measured in the same run are still comparable)."""
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    fp = platform_fingerprint()
     return {"processor": platform.processor() or platform.machine(), "cpus": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(), "torch": torch.__version__, "python": platform.python_version(),
-            "cpu_model": _cpu_model(), "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "load_average_1min": load}
+            "torch_threads": fp["torch_threads"], "torch": fp["torch"], "python": platform.python_version(),
+            "cpu_model": fp["cpu"], "cpu_capability": fp["cpu_capability"], "load_average_1min": load}
 
 
 def loglog_slope(xs: list[float], ys: list[float]) -> float:
