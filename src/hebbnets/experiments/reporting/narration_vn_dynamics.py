@@ -385,6 +385,11 @@ def links(ctx: ReportContext) -> list[str]:
             f"{_page(ctx, 'configs')}.", ""]
 
 
+def _size_cut(size: dict, task: dict) -> str:
+    """' (no cut)' where a bench trains on the task's quick-scale set size, else what it was cut from."""
+    return " (no cut)" if size["n_train"] >= task["n_train"] else f" (cut from {task['n_train']:,})"
+
+
 def cuts(ctx: ReportContext) -> list[str]:
     """What this run cut against the design, from the spec's benches and the tasks' defaults."""
     nb, mn = ctx.spec.bench("nbody"), ctx.spec.bench("mnist_transform")
@@ -401,13 +406,14 @@ def cuts(ctx: ReportContext) -> list[str]:
         "Hebbian rates, the atom count with the FISTA budget, `beta` and the test-time l1 weight; `vn_applied_set` also "
         "its encoder's learning rate; the baselines a 2 x 3 grid of size and learning rate, `system_ridge` 6 ridge "
         f"strengths); at most {nb_stop['epochs']} epochs, stopping after {nb_stop['patience']} without a lower "
-        f"validation error; {nb_size['n_train']:,} training systems, {nb_size['n_test']:,} per test split.",
+        f"validation error; {nb_size['n_train']:,} training systems{_size_cut(nb_size, nb_task)}, {nb_size['n_test']:,} "
+        "per test split.",
         f"- **mnist transform**: {_points(mn)} validation points per tuned model (the VN readings: the l1 weight, the "
         "test-time l1 weight, `beta` (for the applied readings: codes inferred with the target clamped at weight `beta` "
         "instead of from the context alone), the Hebbian rates, and twice the atoms with a 3x FISTA budget; the "
         f"baselines: size x learning rate); at most {mn_stop['epochs']} epochs, stopping after {mn_stop['patience']} "
-        f"without a lower validation error (no cut); {mn_size['n_train']:,} training samples, {mn_size['n_test']:,} per "
-        "test split.", "",
+        f"without a lower validation error (no cut); {mn_size['n_train']:,} training samples{_size_cut(mn_size, mn_task)}, "
+        f"{mn_size['n_test']:,} per test split.", "",
         "The section \"Equal budgets\" counts the fits the epoch cap ended before the patience rule did (those models "
         "might have improved with more epochs).", ""]
 
