@@ -123,3 +123,18 @@ def test_images_round_trip_to_8_bits():
     back = decode_images(encode_images(imgs))
     span = (imgs.flatten(1).max(1).values - imgs.flatten(1).min(1).values)[:, None, None]
     assert back.shape == imgs.shape and bool(((back - imgs).abs() <= span / 255 + 1e-3).all())
+
+
+def test_provenance_names_the_dirty_entries_per_commit_and_whether_they_ran_the_chosen_configuration(tmp_path):
+    chosen = ReportContext(SPEC, "quick", [], out=".").chosen_config("b", "vn")
+    assert chosen, "toy_atoms has a chosen vn configuration to compare against"
+    dirty = [{**_fit("vn", 0, 1.0, 1.0), "config": dict(chosen), "commit": "1111111aaa", "dirty": True},
+             {**_fit("vn", 1, 1.0, 1.0), "config": {**chosen, "lam": 123.0}, "commit": "1111111aaa", "dirty": True},
+             {**_fit("mlp", 0, 1.0, 1.0), "commit": "2222222bbb", "dirty": False}]
+    store = RecordStore(tmp_path / "records" / "s.jsonl")
+    store.put_many(dirty)
+    text = build_report(SPEC, store, tmp_path / "r").read_text()
+    assert "2 computed from a tree with uncommitted changes (1111111: 2; 1 of 2 fits at the configurations chosen now" in text
+    assert "2222222:" not in text  # a clean entry is not counted
+    store.put_many([{**dirty[1], "config": dict(chosen)}])  # the same slot, now at the chosen configuration
+    assert "(1111111: 2; all at the configurations chosen now" in build_report(SPEC, store, tmp_path / "s").read_text()

@@ -668,6 +668,40 @@ def write_page(path: Path, lines: list[str]) -> Path:
     return path
 
 
+def _dirty_text(ctx: ReportContext, entries: list[dict[str, Any]]) -> str:
+    """The entries computed from a tree with uncommitted changes, counted per code commit, and how many
+    of their fits ran the configuration the configs file chooses now: those measure the current choice
+    (a ``reproduce --stage tune,run`` invocation rewrites that file before its fits, so they are dirty
+    by that file even when the code is the commit's)."""
+    dirty = [e for e in entries if e.get("dirty")]
+    commits = sorted({str(e.get("commit"))[:7] for e in dirty})
+    counts = ", ".join(f"{c}: {sum(1 for e in dirty if str(e.get('commit'))[:7] == c)}" for c in commits)
+    fits = [(e, slot) for e in dirty for slot in [s for s in e["slots"] if s.get("spec") == ctx.spec.name][:1]
+            if e["kind"] == "fit" and slot.get("stage") != "tune"]
+    same = sum(1 for e, slot in fits
+               if all(e.get("config", {}).get(k) == v for k, v in _chosen_or_empty(ctx, slot).items()))
+    if not fits:
+        return counts
+    which = "all" if same == len(fits) else f"{same} of {len(fits)} fits"
+    return f"{counts}; {which} at the configurations chosen now, so they measure the current choice"
+
+
+def _chosen_or_empty(ctx: ReportContext, slot: dict[str, Any]) -> dict[str, Any]:
+    """The configuration a run of ``slot`` would start from now (the chosen one, the variant's and the
+    scale's overrides: what the run stage resolves); ``{}`` for a bench or label the spec no longer has."""
+    from .._run import resolve_config
+
+    try:
+        bench = ctx.spec.bench(slot["bench"])
+        v = bench.variant(slot["label"])
+    except ValueError:
+        return {}
+    scale_config = {k: dict(c) for k, c in bench.at(ctx.scale).config.items()}
+    cfg = resolve_config(v.model, ctx.chosen_config(bench.name, v.label), dict(v.config), scale_config)
+    cfg.pop("progress", None)  # cosmetic, never part of a record's identity
+    return json.loads(json.dumps(cfg))  # as a record stores it (tuples as lists)
+
+
 def _provenance(spec: Spec, ctx: ReportContext, scale_arg: str) -> list[str]:
     """How the numbers were made (the spec's intro), the records behind them and their compute."""
     scale = ctx.scale
@@ -689,7 +723,8 @@ def _provenance(spec: Spec, ctx: ReportContext, scale_arg: str) -> list[str]:
               f"{len(fits)} entries ({', '.join(kinds)})" + (f"; {imported} imported from earlier result files, with "
                                                              "provenance" if imported else "")
               + (f"; code commits {', '.join(commits)}" if commits else "")
-              + (f"; {dirty} computed from a tree with uncommitted changes" if dirty else "") + ".", ""]
+              + (f"; {dirty} computed from a tree with uncommitted changes ({_dirty_text(ctx, fits)})" if dirty else "")
+              + ".", ""]
     timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]
     known = [t for t in timed if t is not None]
     if known:
