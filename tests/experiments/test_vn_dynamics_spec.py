@@ -94,6 +94,31 @@ def test_cap_note_counts_only_fits_that_the_epoch_cap_ended():
     assert nd.cap_note(ReportContext(vd.SPEC, "quick", entries[-1:], out=".")) == []
 
 
+def test_budgets_and_cap_note_name_every_cap_other_than_the_benchs():
+    def fit(label, seed, cap, epochs_run=20):
+        e = _fit(label, seed, {("id", "mse"): 0.1})
+        e["config"] = {"epochs": cap}
+        e["stats"]["history"] = {"epochs_run": epochs_run, "best_val_epoch": epochs_run - 1}
+        return e
+    # the package's configs: gnn chosen at nbody's cap of 100, mlp searched at 1000
+    assert vd.NBODY.tuning["gnn"].base["epochs"] == 100 and vd.NBODY.tuning["mlp"].base["epochs"] == 1000
+    entries = [fit("gnn", 0, 300), fit("gnn", 1, 300, epochs_run=300), fit("mlp", 0, 1000), fit("set_mlp", 0, 100),
+               _fit("no_change", 0, {("id", "mse"): 1.0})]
+    ctx = ReportContext(vd.SPEC, "quick", entries, out=".")
+    note = "\n".join(nd.cap_note(ctx))
+    assert "per model: gnn 1/2" in note  # the fit that ran 300 of its 300 epochs
+    assert "caps other than the bench's 100 epochs" in note
+    assert "gnn: 100 in the search, 300 in the fits; mlp: 1000 in the search and the fits." in note
+    assert "set_mlp:" not in note  # at the bench's rule
+    rows = {line.split(" | ")[1]: line for line in nd.budgets(ctx) if line.startswith("| nbody")}
+    assert " | 100 / 300 | 20 (19), 300 (299) |" in rows["gnn"]
+    assert " | 100 / 100 | " in rows["set_mlp"] and " | 1000 / 1000 | " in rows["mlp"]
+    assert " | — | — |" in rows["no_change"]  # neither searched nor trained
+    # the spec's raised cap of vn_applied's mnist transform fits reaches its runs
+    assert vd.MNIST_TRANSFORM.variant("vn_applied").config["epochs"] == vd.APPLIED_REFIT_EPOCHS > \
+        vd.MNIST_TRANSFORM.tuning["vn_applied"].base["epochs"]
+
+
 def test_the_cut_section_states_this_runs_sizes_and_searches():
     ctx = ReportContext(vd.SPEC, "quick", [], out=".")
     cuts, nbody, mnist = ("\n".join(f(ctx)) for f in (nd.cuts, nd.nbody_text, nd.mnist_text))

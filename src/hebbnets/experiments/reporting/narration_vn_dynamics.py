@@ -349,9 +349,19 @@ def set_claim(bench: str) -> Callable[[ReportContext], Verdict]:
 
 
 # -- equal budgets ------------------------------------------------------------------------------------
+def _caps(ctx: ReportContext, bench: Any, label: str) -> tuple[Any, list[int]]:
+    """``(epoch cap of the chosen configuration's search, sorted distinct caps of the fits)`` of
+    ``label`` on ``bench`` (configs file, records); ``None`` / ``[]`` where there is none."""
+    chosen = ctx.chosen_config(bench.name, label)
+    fits = sorted({int(e["config"]["epochs"]) for e in ctx.fits(bench.name, label) if "epochs" in e["config"]})
+    return chosen.get("epochs"), fits
+
+
 def budgets(ctx: ReportContext) -> list[str]:
-    """Validation points per tuned model (configs files) and epochs run per fit (records)."""
-    lines = ["| bench | model | validation points | epochs run per seed (best validation epoch) |", "|---|---|---|---|"]
+    """Validation points per tuned model (configs files), the epoch cap of its search and of its
+    fits, and epochs run per fit (records)."""
+    lines = ["| bench | model | validation points | epoch cap (search / fits) | epochs run per seed (best validation epoch) |",
+             "|---|---|---|---|---|"]
     for bench in ctx.spec.benches:
         models = ctx.configs(bench.configs).get("models", {})
         tuned = {k: len(d.get("points", [])) for k, d in models.items() if k in bench.tuning}
@@ -362,12 +372,30 @@ def budgets(ctx: ReportContext) -> list[str]:
                 h = e["stats"].get("history") or {}
                 if "epochs_run" in h:
                     runs.append(f"{h['epochs_run']} ({h.get('best_val_epoch', '—')})")
-            lines.append(f"| {bench.name} | {lab} | {tuned.get(key, 'not tuned')} | {', '.join(runs) or '—'} |")
+            search, fits = _caps(ctx, bench, lab)
+            cap = "—" if search is None and not fits else \
+                f"{search if search is not None else '—'} / {', '.join(map(str, fits)) or '—'}"
+            lines.append(f"| {bench.name} | {lab} | {tuned.get(key, 'not tuned')} | {cap} | {', '.join(runs) or '—'} |")
     return lines + [""]
 
 
+def raised_caps(ctx: ReportContext, bench: Any) -> list[str]:
+    """``"mlp: 1000 in the search and the fits"`` for every label of ``bench`` whose search or fits
+    ran at an epoch cap other than the bench's rule (``_stop``)."""
+    rule, out = _stop(bench)["epochs"], []
+    for lab in ctx.labels(bench.name):
+        search, fits = _caps(ctx, bench, lab)
+        if search is None or not fits or (search == rule and fits == [rule]):
+            continue
+        f = ", ".join(map(str, fits))
+        out.append(f"{lab}: {search} in the search and the fits" if fits == [search]
+                   else f"{lab}: {search} in the search, {f} in the fits")
+    return out
+
+
 def cap_note(ctx: ReportContext) -> list[str]:
-    """Per bench: the fits whose epoch cap, not the patience rule, ended training (from the records)."""
+    """Per bench: the fits whose epoch cap, not the patience rule, ended training (from the records),
+    and the models that ran at a cap other than the bench's."""
     lines = []
     for bench in ctx.spec.benches:
         total, capped = capped_fits(ctx, bench.name)
@@ -375,6 +403,11 @@ def cap_note(ctx: ReportContext) -> list[str]:
             which = ", ".join(f"{lab} {len(hit)}/{n}" for lab, (n, hit) in capped.items()) or "none"
             lines.append(f"- {bench.name}: the epoch cap ended {sum(len(h) for _, h in capped.values())} of {total} "
                          f"trained fits (per model: {which}).")
+        raised = raised_caps(ctx, bench)
+        if raised:
+            lines.append(f"- {bench.name}, caps other than the bench's {_stop(bench)['epochs']} epochs (raised where "
+                         f"that model's fits ended at the cap; a larger cap favours its model, so a verdict resting on "
+                         f"that model rests on the larger cap as well): {'; '.join(raised)}.")
     return (lines + [""]) if lines else []
 
 

@@ -245,7 +245,8 @@ SPEC = register_spec(Spec(
         ),
         "configs": (
             Custom(N.cuts),
-            Text("## Equal budgets\n\nValidation points per tuned model (from the configs files) and the epochs each "
+            Text("## Equal budgets\n\nValidation points per tuned model (from the configs files), the epoch cap its "
+                 "search ran under (the chosen configuration's) and its fits ran under (records), and the epochs each "
                  "fit ran (records; the number in brackets is the 0-based epoch whose weights or atoms were kept)."),
             Custom(N.budgets),
             Custom(N.cap_note),
