@@ -367,3 +367,21 @@ def test_the_code_size_table_names_the_simple_codes_sizes():
     assert vb._latent({"model": "dict_learning", "config": {"n_components": 128, "alpha": 1e-6}}).startswith(
         "128 atoms (sparse code, alpha ")
     assert vb._latent({"model": "cnn", "config": {"latent": 64}}) == "64 latent units"
+
+
+def test_the_cap_bullet_counts_an_outside_solvers_pass_cap_as_a_cap():
+    def fit(label, seed, **stats):
+        e = _fit(label, seed, {"id": 1e-3})
+        e["stats"].update(stats)
+        return e
+    entries = [fit("dict_learning", 0, solver_passes={"passes_run": 10, "max_passes": 10}),
+               fit("dict_learning", 1, solver_passes={"passes_run": 4, "max_passes": 10}),
+               fit("ae", 0, history={"epochs_run": 30, "best_val_epoch": 24})]
+    entries[-1]["config"] = {"epochs": 200}
+    line = "\n".join(vb._cap_bound(ReportContext(SPEC, "quick", entries, out=".")))
+    assert "`mnist_reconstruct/dict_learning` 1/2 (cap 10 passes of its solver)" in line
+    assert "ae`" not in line  # stopped by patience
+    below = [fit("dict_learning", 0, solver_passes={"passes_run": 3, "max_passes": 10})]
+    assert vb._cap_bound(ReportContext(SPEC, "quick", below, out=".")) == [
+        "- **Fits that ended at their epoch cap** (not stopped by patience; from the records, so more epochs might "
+        "still have lowered their error): none."]

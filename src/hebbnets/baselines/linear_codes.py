@@ -147,6 +147,9 @@ class DictLearning(Model):
             # the codes the model predicts with (``encode``) are solved to convergence and warn
             warnings.simplefilter("ignore", ConvergenceWarning)
             learner.fit(x)
+        # passes over the training set scikit-learn ran (its early stopping, else the cap ``n_iter``):
+        # on record as the equal-budget tables' cap hits (statistic "solver_passes")
+        self.passes_run = int(learner.n_iter_)
         dtype = split.x.dtype  # the model keeps the training data's precision
         self.dictionary.data = torch.from_numpy(learner.components_).to(device=split.x.device, dtype=dtype)
         w, b = fit_readout(self.encode(split.x), split.y.reshape(len(split.y), -1))

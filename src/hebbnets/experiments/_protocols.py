@@ -43,7 +43,7 @@ StatisticFn = Callable[["FitContext"], "dict[str, Any] | None"]
 PROTOCOLS: Registry[ProtocolFn] = Registry("protocol")
 STATISTICS: Registry[StatisticFn] = Registry("statistic")
 #: statistics every ``fit`` records when they apply (each returns None when it does not)
-DEFAULT_STATISTICS = ("history", "slow_rules", "code_size", "pair_choice")
+DEFAULT_STATISTICS = ("history", "solver_passes", "slow_rules", "code_size", "pair_choice")
 
 
 def register_protocol(name: str) -> Callable[[ProtocolFn], ProtocolFn]:
@@ -265,6 +265,17 @@ def _history(ctx: FitContext) -> dict[str, Any] | None:
         out["best_val_epoch"] = min(range(len(hist["val"])), key=lambda i: hist["val"][i])
         out["val"] = [float(v) for v in hist["val"]]  # the validation curve: the reports draw it
     return out
+
+
+@register_statistic("solver_passes")
+def _solver_passes(ctx: FitContext) -> dict[str, Any] | None:
+    """Models fitted by an outside solver with a pass cap (``dict_learning``: scikit-learn's online
+    dictionary learning): ``{"passes_run", "max_passes"}``, so a fit that ran into the cap instead of
+    the solver's own stopping rule is on record as an epoch-capped one is."""
+    passes = getattr(ctx.model, "passes_run", None)
+    if passes is None:
+        return None
+    return {"passes_run": int(passes), "max_passes": int(ctx.model.config.n_iter)}
 
 
 @register_statistic("rsgn_fit")

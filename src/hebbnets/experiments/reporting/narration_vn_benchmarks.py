@@ -465,6 +465,12 @@ def _cap_bound(ctx: ReportContext) -> list[str]:
         total += n_fits
         parts += [f"`{b.name}/{lab}` {len(hit)}/{n} (cap {ctx.fits(b.name, lab)[0]['config']['epochs']}, best validation "
                   f"epoch {', '.join(map(str, hit))})" for lab, (n, hit) in capped.items()]
+        for lab in ctx.labels(b.name):  # an outside solver's pass cap (dict_learning), counted as an epoch cap
+            runs = [e["stats"]["solver_passes"] for e in ctx.fits(b.name, lab) if e["stats"].get("solver_passes")]
+            total += len(runs)
+            hit = [r for r in runs if r["passes_run"] >= r["max_passes"]]
+            if hit:
+                parts.append(f"`{b.name}/{lab}` {len(hit)}/{len(runs)} (cap {hit[0]['max_passes']} passes of its solver)")
     if not total:
         return []
     return ["- **Fits that ended at their epoch cap** (not stopped by patience; from the records, so more epochs might "
