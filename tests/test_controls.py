@@ -179,6 +179,25 @@ def _polished(G, b, lam, **kwargs):
     return res
 
 
+def _central_differences_agree(loss, params, per_tensor: int) -> int:
+    """Compare each parameter's ``.grad`` (from one ``loss().backward()``) with central differences
+    (step 1e-6, float64) at about ``per_tensor`` entries per tensor; returns the entries checked."""
+    checked = 0
+    for p in params:
+        grad, flat = p.grad.flatten().clone(), p.data.view(-1)
+        for j in range(0, flat.numel(), max(1, flat.numel() // per_tensor)):
+            with torch.no_grad():
+                flat[j] += 1e-6
+                up = float(loss())
+                flat[j] -= 2e-6
+                down = float(loss())
+                flat[j] += 1e-6
+            fd = (up - down) / 2e-6
+            assert abs(float(grad[j]) - fd) <= 1e-4 * max(abs(fd), 1e-3), (p.shape, j, float(grad[j]), fd)
+            checked += 1
+    return checked
+
+
 def test_applied_implicit_gradient_matches_central_differences(monkeypatch):
     monkeypatch.setattr(hebbnets.controls, "fista_gram", _polished)
     split = _bodies()
@@ -192,20 +211,7 @@ def test_applied_implicit_gradient_matches_central_differences(monkeypatch):
 
     loss().backward()
     assert bool((model.code(x, xm) == 0).any())  # some atoms inactive: the active-set solve is exercised
-    checked = 0
-    for p in (model.U, model.S, *model.encoder.parameters()):
-        grad, flat = p.grad.flatten().clone(), p.data.view(-1)
-        for j in range(0, flat.numel(), max(1, flat.numel() // 4)):
-            with torch.no_grad():
-                flat[j] += 1e-6
-                up = float(loss())
-                flat[j] -= 2e-6
-                down = float(loss())
-                flat[j] += 1e-6
-            fd = (up - down) / 2e-6
-            assert abs(float(grad[j]) - fd) <= 1e-4 * max(abs(fd), 1e-3), (p.shape, j, float(grad[j]), fd)
-            checked += 1
-    assert checked > 20
+    assert _central_differences_agree(loss, (model.U, model.S, *model.encoder.parameters()), per_tensor=4) > 20
 
 
 def test_applied_implicit_codes_solve_the_window_lasso_and_padded_bodies_are_zero():
@@ -239,3 +245,111 @@ def test_applied_implicit_training_lowers_the_error_and_moves_the_atoms():
     model.fit(split)
     assert not torch.equal(model.U.detach(), start)
     assert model.score(split) < 0.8 * before
+
+
+# -- the single applied-weight reading's controls (vn_applied: content z, trailing context c) -------------
+APPLIED = dict(atoms=8, context_dims=2, context_encoding="tuning", tuning_points=3)
+
+
+def _transform(n=64, seed=0):  # x = [z (6), c (2)], y = (c_0 A_0 + c_1 A_1) z (5): a context-selected map
+    g = torch.Generator().manual_seed(seed)
+    z, c = torch.randn(n, 6, generator=g), torch.rand(n, 2, generator=g) * 2 - 1
+    A = torch.randn(2, 5, 6, generator=g) / 6**0.5
+    return hn.Split(torch.cat([z, c], 1), torch.einsum("nk,kmd,nd->nm", c, A, z))
+
+
+@pytest.mark.parametrize("name", ["applied_code_ff", "applied_implicit"])
+def test_applied_reading_controls_compose_their_code_with_unit_content_atoms(name):
+    split = _transform()
+    model = hn.models.make(name, seed=0, **APPLIED, **QUIET).fit(split)
+    with torch.no_grad():
+        g = model.code(split.x)
+        z = split.x[:, :6]
+        by_hand = ((z @ unit_columns(model.S)) * g) @ model.U.T
+        pred = model.predict(split.x)
+    assert g.shape == (64, 8) and pred.shape == split.y.shape
+    torch.testing.assert_close(pred, by_hand)
+    c = model.split_input(split.x)[1]
+    assert c.shape == (64, 6)  # 2 entries x 3 tuning curves, as vn_applied encodes them
+    torch.testing.assert_close(c, hn.vn.applied_model.tuning_code(split.x[:, 6:], 3))
+    again = hn.models.make(name, seed=0, **APPLIED, **QUIET).fit(split)
+    assert torch.equal(again.predict(split.x), pred)  # deterministic under the seed
+
+
+def test_applied_code_ff_l1_penalty_is_the_documented_term_and_nonneg_codes_have_exact_zeros():
+    split = _transform()
+    model = hn.models.make("applied_code_ff", seed=0, l1=0.3, nonneg=True, **APPLIED, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    g = model.code(split.x)
+    assert bool((g == 0).any()) and bool((g >= 0).all())  # the ReLU's exact zeros
+    mse = ((model._forward(split.x, None) - split.y) ** 2).mean()
+    torch.testing.assert_close(model._loss(split), mse + 0.3 * g.abs().sum(1).mean() / 8)
+
+
+def test_applied_controls_training_lowers_the_error():
+    split = _transform(128)
+    for name, extra in (("applied_code_ff", {}), ("applied_implicit", {"lam": 0.01})):
+        model = hn.models.make(name, seed=0, **APPLIED, **extra, **{**QUIET, "epochs": 30, "patience": 30, "lr": 1e-2})
+        model.build(hn.DataSpec.from_split(split))
+        with torch.no_grad():
+            before = float(((model.predict(split.x) - split.y) ** 2).mean())
+        model.fit(split)
+        assert model.score(split) < 0.5 * before, name
+
+
+def test_applied_implicit_codes_solve_the_context_lasso():
+    split = _transform()
+    model = hn.models.make("applied_implicit", seed=0, lam=0.02, max_iter=3000, tol=1e-9, **APPLIED, **QUIET).fit(split)
+    with torch.no_grad():
+        g = model.code(split.x)
+    gv = g.clone().requires_grad_()
+    smooth = model.context_energy(gv, split.x) - 0.02 * gv.abs().sum(1)
+    d = torch.autograd.grad(smooth.sum(), gv)[0]
+    assert float(kkt_violation(d, g, 0.02).max()) < 2e-4  # 1 % of lam in float32
+    assert bool((g == 0).any()) and bool((g != 0).any())  # a sparse code: exact zeros, some atoms on
+
+
+def _polished_shared(G, b, lam, **kwargs):
+    """``fista_gram`` on a shared ``G``, then each code solved exactly on its active set (float64
+    finite differences need codes exact to the last digits)."""
+    res = fista_gram(G, b, lam, **kwargs)
+    g = res.codes.clone()
+    for i in range(len(g)):
+        act = g[i] != 0
+        if bool(act.any()):
+            g[i, act] = torch.linalg.solve(G[act][:, act], b[i, act] - lam * torch.sign(g[i, act]))
+    res.codes = g
+    return res
+
+
+def test_applied_reading_implicit_gradient_matches_central_differences(monkeypatch):
+    monkeypatch.setattr(hebbnets.controls, "fista_gram", _polished_shared)
+    split = _transform(24)
+    model = hn.models.make("applied_implicit", seed=0, lam=0.05, max_iter=3000, tol=1e-10, **APPLIED, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    model.double().eval()
+    x, y = split.x.double(), split.y.double()
+
+    def loss() -> torch.Tensor:
+        return ((model._forward(x, None) - y) ** 2).sum()
+
+    loss().backward()
+    g = model.code(x)
+    assert bool((g == 0).any()) and bool((g != 0).any())  # the active-set solve is exercised
+    assert _central_differences_agree(loss, (model.C, model.S, model.U), per_tensor=6) >= 18
+    assert float(model.C.grad.abs().sum()) > 0  # the code's gradient reaches C
+
+
+@pytest.mark.parametrize("name", ["applied_code_ff", "applied_implicit"])
+def test_applied_reading_controls_refuse_bad_input(name):
+    with pytest.raises(ValueError, match="^split:"):
+        hn.models.make(name, **APPLIED, **QUIET).fit(hn.Split(torch.randn(8, 8), torch.randint(3, (8,))))
+    masked = _transform(8)
+    with pytest.raises(ValueError, match="^x_mask:"):
+        hn.models.make(name, **APPLIED, **QUIET).fit(hn.Split(masked.x, masked.y, x_mask=torch.ones_like(masked.x)))
+    with pytest.raises(ValueError, match="^context_dims:"):
+        hn.models.make(name, **{**APPLIED, "context_dims": 8}, **QUIET).fit(_transform(8))
+    with pytest.raises(ValueError, match="^context_encoding:"):
+        hn.models.make(name, **{**APPLIED, "context_encoding": "tuning_centred"})
+    with pytest.raises(ValueError, match="^atoms:"):
+        hn.models.make(name, **{**APPLIED, "atoms": 0})

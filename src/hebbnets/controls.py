@@ -36,14 +36,27 @@ reading is credited with its mechanism only when every control loses beyond its 
   nbody) for 64 atoms, so the plain LASSO's active set can outgrow its rank: the solution is then
   not unique, ``H_AA`` singular and its implicit gradient noise (measured: with ``l2 = 0`` the
   fit learned less than with the code's gradient cut off).
-* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set``) need no model: a
-  spec variant.
+* ``applied_code_ff`` (mnist_comp transform; the single applied-weight reading ``vn_applied``):
+  ``vn_applied``'s content / context split, the same context encoding (raw or its Gaussian tuning
+  curves) and output ``y = U (g ⊙ S^T z)`` (``S`` unit columns, ``U`` free, as ``vn_applied``'s norm
+  policy), but the code ``g`` ``(K,)`` comes from an MLP of the encoded context, everything trained
+  end to end by backprop, with an optional l1 penalty on ``g``. No inference, no Atomic-Hebb.
+* ``applied_implicit`` (mnist_comp transform; FISTA kept, Atomic-Hebb replaced): the same
+  structure, the code ``g*`` ``vn_applied``'s prediction-time LASSO of the encoded context
+  ``argmin_g alpha/2 ||c - C g||^2 + lam ||g||_1`` (``C`` unit columns), found by FISTA on the
+  shared Gram ``alpha C^T C``; ``C``, ``S`` and ``U`` learn by Adam on the output error through the
+  solution (``implicit_lasso``), with ``applied_set_implicit``'s elastic-net term ``l2/2 ||g||^2``:
+  a context of ``p`` entries fixes at most ``p`` of ``K > p`` atoms, so without it ``H_AA`` can be
+  singular.
+* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set`` / ``vn_applied``)
+  need no model: a spec variant.
 
 All are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
 and validation carve as every baseline. The matrix controls flatten their inputs for the encoder,
 need image targets ``(N, H, W)`` and refuse masked inputs and class labels with one ``ValueError``;
 the two applied-set controls take ``nbody``'s body-window layout (padded bodies masked), checked as
-``vn_applied_set`` checks it.
+``vn_applied_set`` checks it; the two applied controls ``vn_applied``'s layout (flattened input,
+the last ``context_dims`` entries the context), real-valued targets, no masks.
 """
 from __future__ import annotations
 
@@ -53,11 +66,12 @@ import torch
 from torch import nn
 
 from ._model import DataSpec
-from ._validation import check_int, check_int_fields, check_positive
+from ._validation import check_choice, check_int, check_int_fields, check_positive
 from .models import register
 from .nn import MatrixAtomLayer, implicit_lasso
 from .tasks.nbody_windows import (Standardise, body_mask, body_set_encoder, mlp, window_changes, window_rows,
                                   window_summary)
+from .vn.applied_model import tuning_code
 from .vn.fista import fista_gram
 from .training import BackpropModel, Callback, TrainConfig, supervised_loss
 
@@ -372,5 +386,166 @@ class AppliedSetImplicit(_AppliedSetStructure):
         return g, z[:, :, -1], body
 
 
-__all__ = ["AppliedSetCodeFF", "AppliedSetCodeFFConfig", "AppliedSetImplicit", "AppliedSetImplicitConfig", "MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit",
+# -- the single applied-weight reading (vn_applied) -------------------------------------------------
+@dataclass
+class _AppliedFields(TrainConfig):
+    """Fields both applied controls share with ``vn_applied``: ``atoms`` (``K``), ``context_dims``
+    (trailing input entries that are the context), ``context_encoding`` (``"raw"`` or ``"tuning"``),
+    ``tuning_points``, ``nonneg`` (codes ``g >= 0``)."""
+
+    atoms: int = 256
+    context_dims: int = 1
+    context_encoding: str = "raw"
+    tuning_points: int = 9
+    nonneg: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int_fields(self, ("atoms", "context_dims"))
+        check_int(self.tuning_points, "tuning_points", minimum=2)
+        check_choice(self.context_encoding, ("raw", "tuning"), "context_encoding")
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+class _AppliedStructure(BackpropModel):
+    """``vn_applied``'s structure: content ``z`` ``(B, n)`` and encoded context ``c`` ``(B, p)`` from
+    the flattened input, atoms ``S`` ``(n, K)`` (unit columns in use) and ``U`` ``(m, K)``, output
+    ``U (g ⊙ S^T z)``. A subclass adds its code's parts after ``_structure`` and defines ``code``."""
+
+    def _structure(self, spec: DataSpec, name: str) -> int:
+        """Check the layout, draw ``S`` and ``U``; returns the encoded context size ``p``."""
+        cfg = self.config
+        if spec.is_classification:
+            raise ValueError(f"split: {name!r} predicts real-valued targets; got integer class labels")
+        if spec.x_masked:
+            raise ValueError(f"x_mask: model {name!r} takes no input mask")
+        n = spec.x_dim - cfg.context_dims
+        if n < 1:
+            raise ValueError(f"context_dims: {cfg.context_dims} leaves no content in inputs of {spec.x_dim} entries")
+        self.S = nn.Parameter(torch.randn(n, cfg.atoms) / n**0.5)  # (n, K), unit columns in use
+        self.U = nn.Parameter(torch.randn(spec.y_dim, cfg.atoms) / spec.y_dim**0.5)  # (m, K), free scale
+        return cfg.context_dims * (1 if cfg.context_encoding == "raw" else cfg.tuning_points)
+
+    def split_input(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(N, *x_shape)`` -> content ``(N, n)`` and encoded context ``(N, p)`` (``vn_applied``'s)."""
+        cfg = self.config
+        flat = x.reshape(x.shape[0], -1)
+        z, c = flat[:, : -cfg.context_dims], flat[:, -cfg.context_dims:]
+        return z, (c if cfg.context_encoding == "raw" else tuning_code(c, cfg.tuning_points))
+
+    def code(self, x: torch.Tensor) -> torch.Tensor:
+        """The code ``g`` ``(N, K)`` of inputs ``x`` ``(N, *x_shape)`` (read from the context only)."""
+        raise NotImplementedError
+
+    def compose(self, g: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        """``U (g ⊙ S^T z)``: ``(B, K)``, ``(B, n)`` -> ``(B, m)``."""
+        return ((z @ unit_columns(self.S)) * g) @ self.U.T
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        if x_mask is not None:
+            raise ValueError(f"x_mask: model {self.name!r} takes no input mask")
+        z, _ = self.split_input(x)
+        return self.compose(self.code(x), z).reshape(x.shape[0], *self.spec.y_shape)
+
+
+@dataclass
+class AppliedCodeFFConfig(_AppliedFields):
+    """``applied_code_ff``: ``vn_applied``'s fields (``_AppliedFields``); ``hidden``: the width of the
+    code network's two hidden GELU layers (0: one linear map); ``l1``: weight of ``l1 * mean_b ||g||_1 / K`` added to the
+    mean squared error (0: none)."""
+
+    hidden: int = 256
+    l1: float = 0.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int(self.hidden, "hidden", minimum=0)
+        check_positive(self.l1, "l1", allow_zero=True)
+
+
+@register("applied_code_ff")
+class AppliedCodeFF(_AppliedStructure):
+    """``y = U (g(c) ⊙ S^T z)`` with the code from an MLP of the encoded context, trained by
+    backprop (module docstring)."""
+
+    Config = AppliedCodeFFConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        p = self._structure(spec, "applied_code_ff")
+        self.code_net = nn.Linear(p, cfg.atoms) if cfg.hidden == 0 else mlp(p, cfg.hidden, cfg.atoms)
+
+    def code(self, x: torch.Tensor) -> torch.Tensor:
+        g = self.code_net(self.split_input(x)[1])
+        return torch.relu(g) if self.config.nonneg else g
+
+    def _loss(self, batch) -> torch.Tensor:
+        z, _ = self.split_input(batch.x)
+        g = self.code(batch.x)
+        loss = supervised_loss(self.compose(g, z).reshape(batch.y.shape), batch, self.spec)
+        if self.config.l1:
+            loss = loss + self.config.l1 * g.abs().sum(1).mean() / self.config.atoms
+        return loss
+
+
+@dataclass
+class AppliedImplicitConfig(_AppliedFields):
+    """``applied_implicit``: ``vn_applied``'s fields (``_AppliedFields``); ``alpha`` (context
+    precision), ``lam`` (the l1 weight, in training and at prediction: the code is always inferred
+    from the context alone, as ``vn_applied``'s with ``train_codes="context"``), ``max_iter``,
+    ``tol`` as ``vn_applied``'s; ``l2``: the elastic-net term ``l2/2 ||g||^2`` (0: plain LASSO)."""
+
+    alpha: float = 1.0
+    lam: float = 0.005
+    l2: float = 0.1
+    max_iter: int = 100
+    tol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int(self.max_iter, "max_iter")
+        check_positive(self.alpha, "alpha")
+        check_positive(self.lam, "lam")
+        check_positive(self.l2, "l2", allow_zero=True)
+        check_positive(self.tol, "tol")
+
+
+@register("applied_implicit")
+class AppliedImplicit(_AppliedStructure):
+    """``y = U (g*(c) ⊙ S^T z)`` with ``g*`` the LASSO code of the encoded context, ``C``, ``S``,
+    ``U`` learned by Adam through the solution (module docstring)."""
+
+    Config = AppliedImplicitConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        p = self._structure(spec, "applied_implicit")
+        self.C = nn.Parameter(torch.randn(p, self.config.atoms) / p**0.5)  # (p, K), unit columns in use
+
+    def context_energy(self, g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """``alpha/2 ||c - C g||^2 + l2/2 ||g||^2 + lam ||g||_1`` ``(N,)`` of codes ``g`` ``(N, K)``
+        for inputs ``x`` (what ``code`` minimises)."""
+        cfg = self.config
+        c = self.split_input(x)[1]
+        misfit = ((c - g @ unit_columns(self.C).T) ** 2).sum(1)
+        return 0.5 * cfg.alpha * misfit + 0.5 * cfg.l2 * (g ** 2).sum(1) + cfg.lam * g.abs().sum(1)
+
+    def code(self, x: torch.Tensor) -> torch.Tensor:
+        # the code g* carries its implicit gradient to C
+        cfg = self.config
+        c = self.split_input(x)[1]
+
+        def smooth_grad(g: torch.Tensor) -> torch.Tensor:  # alpha C^T (C g - c) + l2 g
+            C = unit_columns(self.C)
+            return cfg.alpha * ((g @ C.T - c) @ C) + cfg.l2 * g
+
+        with torch.no_grad():  # the shared Hessian alpha C^T C + l2 I and the linear term alpha C^T c
+            C = unit_columns(self.C)
+            G = cfg.alpha * (C.T @ C) + cfg.l2 * torch.eye(cfg.atoms, dtype=C.dtype, device=C.device)
+            codes = fista_gram(G, cfg.alpha * (c @ C), cfg.lam, max_iter=cfg.max_iter, tol=cfg.tol,
+                               nonneg=cfg.nonneg).codes
+        return implicit_lasso(codes, cfg.lam, smooth_grad, lambda: G, self.C)
+
+
+__all__ = ["AppliedCodeFF", "AppliedCodeFFConfig", "AppliedImplicit", "AppliedImplicitConfig", "AppliedSetCodeFF", "AppliedSetCodeFFConfig", "AppliedSetImplicit", "AppliedSetImplicitConfig", "MatrixCodeFF", "MatrixCodeFFConfig", "MatrixImplicit",
            "MatrixImplicitConfig", "UnitFactors", "unit_columns"]
