@@ -91,7 +91,7 @@ def test_cap_note_counts_only_fits_that_the_epoch_cap_ended():
                _fit("window_linear", 0, {("id", "mse"): 0.3})]  # no history: not a trained fit
     lines = nd.cap_note(ReportContext(vd.SPEC, "quick", entries, out="."))
     assert lines[0] == "- nbody: the epoch cap ended 3 of 4 trained fits (per model: vn_applied_set 2/2, gnn 1/2)."
-    assert nd.cap_note(ReportContext(vd.SPEC, "quick", entries[-1:], out=".")) == []
+    assert not any("epoch cap ended" in line for line in nd.cap_note(ReportContext(vd.SPEC, "quick", entries[-1:], out=".")))
 
 
 def test_budgets_and_cap_note_name_every_cap_other_than_the_benchs():
@@ -181,3 +181,22 @@ def test_mechanism_verdict_is_decided_on_the_splits_the_reading_wins():
     table = {**WIN, "vn_applied_set": {"id": 0.05, "ood_forces": 0.196, "ood_both": 0.5}}
     assert _mechanism(_spread_ctx(table)).verdict == "does not hold"
     assert _mechanism(_spread_ctx({"gnn": WIN["gnn"]})).verdict is None
+
+
+def test_grid_edges_name_choices_at_an_end_of_a_numeric_axis(tmp_path):
+    import json
+
+    from hebbnets.experiments.reporting.sections import grid_edges
+
+    models = {"set_mlp": {"config": {"hidden": 64, "lr": 0.01}},  # lr the largest of (1e-3, 3e-3, 1e-2)
+              "gnn": {"config": {"hidden": 128, "lr": 0.003}},  # inside the grid; a 2-value axis is never an edge
+              "applied_set_code_ff": {"config": {"l1": 0.0, "lr": 0.001}},  # l1 off is no edge; lr the smallest
+              "system_ridge": {"config": {"alpha": 10.0}}}  # the largest of 6 ridge strengths
+    (tmp_path / f"{vd.NBODY.configs}.json").write_text(json.dumps({"models": models}))
+    ctx = ReportContext(vd.SPEC, "quick", [], out=".", configs_dir=tmp_path)
+    assert grid_edges(ctx, "nbody") == ["`system_ridge` alpha 10 (the largest of 6 tried)",
+                                        "`set_mlp` lr 0.01 (the largest of 3 tried)",
+                                        "`applied_set_code_ff` lr 0.001 (the smallest of 3 tried)"]
+    assert "- nbody, chosen at an end of its grid" in "\n".join(nd.cap_note(ctx))
+    (tmp_path / f"{vd.NBODY.configs}.json").write_text(json.dumps({"models": {"gnn": models["gnn"]}}))
+    assert grid_edges(ctx, "nbody") == [] and "- nbody," not in "\n".join(nd.cap_note(ctx))

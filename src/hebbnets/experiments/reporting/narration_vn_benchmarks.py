@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from .queries import (CONTROL_MARGIN, control_outcome, control_tests, control_tests_text, located, ratio_effect,
                       seeds_text)
-from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, fmt, ood_id_ratio, unrun_line
+from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, unrun_line
 
 #: the benches that carry the paper's claim, in report order
 RESULT = ("functions1d_masked", "functions1d_reconstruct", "spatial2d_decode", "spatial2d_reconstruct",
@@ -366,7 +366,7 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "with lam 0.003 and learning rate 1e-3, not searched (a fit took 18.5 min here, the 9-point search about "
              "3 h): at a disadvantage, so where it does as well the structure verdict stands and where it loses the "
              "loss may be its budget.",
-             *_cap_bound(ctx), *_retired_rows(ctx), *_raised(table), ""]
+             *_cap_bound(ctx), *_grid_edges(ctx), *_retired_rows(ctx), *_raised(table), ""]
     missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
     for bench in ctx.spec.benches:
@@ -454,6 +454,15 @@ def _void_moves(ctx: ReportContext) -> list[str]:
     return [f"- **Void moves.** In {', '.join(dict.fromkeys(void))} the test-time-`lam` move set it to the training "
             "`lam` the search had already chosen, so that point repeated the configuration before it: the test-time "
             "`lam` was not searched there."]
+
+
+def _grid_edges(ctx: ReportContext) -> list[str]:
+    """One line: the grid searches whose choice sits at an end of a numeric axis (``grid_edges``)."""
+    parts = [f"{b.name}: {', '.join(e)}" for b in ctx.spec.benches if (e := grid_edges(ctx, b.name))]
+    if not parts:
+        return []
+    return ["- **Chosen at an end of its grid** (a value beyond it, not tried, might have done better): "
+            + "; ".join(parts) + "."]
 
 
 def _cap_bound(ctx: ReportContext) -> list[str]:

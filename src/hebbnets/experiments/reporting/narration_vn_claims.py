@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ...measures.summary import sample_std
 from .queries import errors, log_ratio_interval, ratio_effect, seeds_text
-from .sections import Cell, ReportContext, Verdict, fmt, report_pages, unrun_line
+from .sections import Cell, ReportContext, Verdict, fmt, grid_edges, report_pages, unrun_line
 
 
 # -- helpers over the records -----------------------------------------------------------------------
@@ -685,3 +685,12 @@ def stage_training_table(ctx: ReportContext) -> list[str]:
                              f"{_num(st[0]['epochs'])} | {sum(bool(s['at_cap']) for s in st)} of {len(st)} |")
         lines.append("")
     return lines
+
+
+def grid_edge_note(ctx: ReportContext) -> list[str]:
+    """Per bench, the grid searches that chose an end of a numeric axis (``grid_edges``)."""
+    lines = [f"- {b.name}: {', '.join(e)}." for b in ctx.spec.benches if (e := grid_edges(ctx, b.name))]
+    if not lines:
+        return []
+    return ["## Chosen at an end of its grid", "",
+            "A value beyond the grid, not tried, might have done better:", "", *lines, ""]

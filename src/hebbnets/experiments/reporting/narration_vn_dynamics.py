@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .queries import (control_outcome, control_tests, control_tests_text, errors, located, log_ratio_interval,
                       ratio_effect, seeds_text)
-from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, ood_id_ratio, report_pages
+from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, report_pages
 
 
 @dataclass(frozen=True)
@@ -403,6 +403,10 @@ def cap_note(ctx: ReportContext) -> list[str]:
             which = ", ".join(f"{lab} {len(hit)}/{n}" for lab, (n, hit) in capped.items()) or "none"
             lines.append(f"- {bench.name}: the epoch cap ended {sum(len(h) for _, h in capped.values())} of {total} "
                          f"trained fits (per model: {which}).")
+        edges = grid_edges(ctx, bench.name)
+        if edges:
+            lines.append(f"- {bench.name}, chosen at an end of its grid (a value beyond it, not tried, might have done "
+                         f"better): {', '.join(edges)}.")
         raised = raised_caps(ctx, bench)
         if raised:
             lines.append(f"- {bench.name}, caps other than the bench's {_stop(bench)['epochs']} epochs (raised where "
@@ -525,7 +529,10 @@ def mnist_text(ctx: ReportContext) -> list[str]:
         "map; the stack subtracts the code of a zero entry, so a transformation that is absent leaves its layer the "
         "identity) and infer their training codes from the code alone, as at prediction. Baselines: `mlp`, and the "
         "autoencoders the paper names (`ae` and `vae` take the code into their encoder with the digit, `conv_ae` "
-        "concatenates it to its bottleneck).", ""]
+        "concatenates it to its bottleneck). Same-structure controls of `vn_applied` (never baselines): "
+        "`applied_code_ff` (its atoms, tuning curves and output with the code from an MLP of the encoded code, all by "
+        "backprop), `applied_implicit` (its FISTA code of the context kept, the atoms learned through the LASSO "
+        "solution instead of Atomic-Hebb) and `vn_applied-dense` (`lam` and `test_lam` 1e-4).", ""]
 
 
 def mnist_note(ctx: ReportContext) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable
 
 from ..._registry import Registry
 from ...measures.summary import sample_std, to_error
-from .._spec import Spec
+from .._spec import Grid, Spec
 from .._store import RecordStore
 
 
@@ -261,6 +261,29 @@ def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[in
         if hit:
             capped[label] = (len(fits), hit)
     return total, capped
+
+
+def grid_edges(ctx: ReportContext, bench: str) -> list[str]:
+    """Grid searches of ``bench`` that chose the smallest or largest value of a numeric axis with at
+    least 3 values (from the configs file's chosen configuration): ``["`dict_learning` alpha
+    0.0003 (the smallest of 6 tried)"]``. A value beyond the grid might have done better; a chosen 0
+    (a penalty switched off) is not an edge."""
+    b = ctx.spec.bench(bench)
+    models = ctx.configs(b.configs).get("models", {})
+    out = []
+    for key, search in b.tuning.items():
+        chosen = models.get(key, {}).get("config", {})
+        if not isinstance(search, Grid) or not chosen:
+            continue
+        for axis, values in search.axes.items():
+            numeric = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+            if isinstance(axis, tuple) or len(values) < 3 or not numeric or chosen.get(axis) is None:
+                continue
+            v = chosen[axis]
+            if v != 0 and v in (min(values), max(values)):  # 0 (a penalty off) has nothing beyond it
+                side = "smallest" if v == min(values) else "largest"
+                out.append(f"`{key}` {axis} {fmt(v)} (the {side} of {len(values)} tried)")
+    return out
 
 
 def ood_id_ratio(ctx: ReportContext, bench: str, label: str, split: str, metric: str) -> float:

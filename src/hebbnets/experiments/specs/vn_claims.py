@@ -194,6 +194,7 @@ SPEC = register_spec(Spec(
             Custom(N.fista_speed),
         ),
         "configs": (
+            Custom(N.grid_edge_note),
             *(TuningTable(b.name, title=f"Configurations of {b.name} (first-stage validation only)", level=2)
               for b in CONTINUAL),
         ),
