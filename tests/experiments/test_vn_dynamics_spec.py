@@ -200,3 +200,18 @@ def test_grid_edges_name_choices_at_an_end_of_a_numeric_axis(tmp_path):
     assert "- nbody, chosen at an end of its grid" in "\n".join(nd.cap_note(ctx))
     (tmp_path / f"{vd.NBODY.configs}.json").write_text(json.dumps({"models": {"gnn": models["gnn"]}}))
     assert grid_edges(ctx, "nbody") == [] and "- nbody," not in "\n".join(nd.cap_note(ctx))
+
+
+def test_the_cut_section_names_the_rows_and_seeds_the_records_lack():
+    entries = [_fit(lab, s, {("id", "mse"): 0.1}) for lab in [v.label for v in vd.NBODY.variants] for s in range(5)
+               if not (lab == "gnn" and s > 2) and lab != "mlp"]
+    text = "\n".join(nd.cuts(ReportContext(vd.SPEC, "quick", entries, out=".")))
+    assert "- `nbody`: not run: `mlp`, `gnn` seeds 3, 4." in text
+    assert "- `mnist_transform`: not run (no records)." in text
+    full = []
+    for b in vd.BENCHES:  # every planned row on every seed
+        for v in b.variants:
+            for seed in range(5):
+                full.append(_fit(v.label, seed, {("id", "mse"): 0.1}))
+                full[-1]["slots"][0]["bench"] = b.name
+    assert "Not run yet" not in "\n".join(nd.cuts(ReportContext(vd.SPEC, "quick", full, out=".")))

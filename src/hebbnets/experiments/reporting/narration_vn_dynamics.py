@@ -13,7 +13,7 @@ from typing import Any, Callable
 
 from .queries import (control_outcome, control_tests, control_tests_text, errors, located, log_ratio_interval,
                       ratio_effect, seeds_text)
-from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, report_pages
+from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, report_pages, unrun_line
 
 
 @dataclass(frozen=True)
@@ -452,7 +452,13 @@ def cuts(ctx: ReportContext) -> list[str]:
         f"without a lower validation error (no cut); {mn_size['n_train']:,} training samples{_size_cut(mn_size, mn_task)}, "
         f"{mn_size['n_test']:,} per test split.", "",
         "The section \"Equal budgets\" counts the fits the epoch cap ended before the patience rule did (those models "
-        "might have improved with more epochs).", ""]
+        "might have improved with more epochs).", "", *_unrun(ctx)]
+
+
+def _unrun(ctx: ReportContext) -> list[str]:
+    """What the spec plans and the records lack (rows, seeds), so every statement leaves it out."""
+    lines = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name))]
+    return ["Not run yet (compute time), so every statement of this report leaves these out:", "", *lines, ""] if lines else []
 
 
 def nbody_text(ctx: ReportContext) -> list[str]:
