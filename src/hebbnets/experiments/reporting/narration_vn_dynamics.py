@@ -287,9 +287,9 @@ def paper_claim(bench: str, roles: Roles, metric: str, id_band: float, ood_band:
             if s in ("id", worst):
                 effects.append(f"{s} {text}")
         verdict = f"Under {', '.join(holds)}" if holds else "Under no reading"
-        notes = (f"{bench}: the baselines are every model that is neither a VN reading nor a model-free reference "
-                 f"({', '.join(roles.references)})" + (f", the trivial ones ({', '.join(roles.trivial)}) included"
-                                                       if roles.trivial else "") + ".",
+        notes = (f"{bench}: the baselines are every model that is neither a VN reading, a same-structure control nor a "
+                 f"model-free reference ({', '.join(roles.references)})" + (f", the trivial ones ({', '.join(roles.trivial)}) "
+                                                                           "included" if roles.trivial else "") + ".",
                  f"{bench}: the effect is that of the VN reading nearest the claim's bands ({near}; ID and its worst OOD "
                  "split). Better than every baseline: " + ("; ".join(wins) or "no reading on any split") + ".",
                  _cap_text(ctx, bench), note(ctx) if note else "")
