@@ -10,7 +10,7 @@ from scipy import stats
 from hebbnets.experiments import Bench, RecordStore, Spec, Text, build_report
 from hebbnets.experiments.reporting import (Claim, Figure, Notes, Point, ReportContext, Verdict, Verdicts, report_pages,
                                             table_cell)
-from hebbnets.experiments.reporting.queries import log_ratio_interval, mean_std, ratio_effect, table
+from hebbnets.experiments.reporting.queries import log_ratio_interval, mean_std, ratio_effect, seeds_text, table
 from hebbnets.experiments.reporting.scorecard import build_scorecard, collect
 
 BENCH = Bench("b", "toy_atoms", ("vn", "mlp"))
@@ -197,3 +197,16 @@ def test_the_speed_pages_name_the_kernel_level_where_a_record_has_it():
     assert ns._machine(old).startswith("x86_64, 2 logical CPUs, torch 2.13.0, 1-minute load average 1.0")
     new = {"stats": {"machine": {**old["stats"]["machine"], "cpu_model": "AMD EPYC", "cpu_capability": "AVX512"}}}
     assert ns._machine(new).startswith("x86_64 (AMD EPYC, torch's AVX512 kernels), 2 logical CPUs")
+
+
+def test_seeds_text_names_each_label_once_where_the_seeds_differ():
+    from hebbnets.experiments import Cell
+
+    def cell(label, split, seeds):
+        return Cell(label, split, "mse", len(seeds), 1.0, 0.1, list(seeds), None)
+    same = [cell("vn", "id", [0, 1, 2]), cell("pca", "id", [2, 0, 1])]
+    assert seeds_text(*same) == "0,1,2"
+    both_splits = [cell(lab, s, seeds) for s in ("ood_add", "ood_max") for lab, seeds in
+                   (("vn_matrix", range(5)), ("dict_learning", (0, 2)))]
+    assert seeds_text(*both_splits, None) == "vn_matrix 0,1,2,3,4; dict_learning 0,2"
+    assert seeds_text(None) == "—"

@@ -140,14 +140,16 @@ def control_outcome(ran: dict[str, list[ControlTest]]) -> tuple[list[str], list[
 
 
 def seeds_text(*cells: Cell | None) -> str:
-    """The seeds behind a comparison: ``"0,1,2"`` when every cell has the same, else per label."""
+    """The seeds behind a comparison: ``"0,1,2"`` when every cell has the same, else per label
+    (each label once, in first-seen order: cells of several splits repeat their labels)."""
     present = [c for c in cells if c is not None]
     if not present:
         return "—"
     sets = {tuple(sorted(c.seeds)) for c in present}
     if len(sets) == 1:
         return ",".join(map(str, next(iter(sets))))
-    return "; ".join(f"{c.label} {','.join(map(str, sorted(c.seeds)))}" for c in present)
+    per_label = dict.fromkeys(f"{c.label} {','.join(map(str, sorted(c.seeds)))}" for c in present)
+    return "; ".join(per_label)
 
 
 def located(point: Point | None, bench: str) -> Point | None:
