@@ -24,7 +24,7 @@ MODEL_ROLES = {
     "vn": "plain Vector Network (vector reading, FISTA codes + Atomic-Hebb)",
     "vn_matrix": "matrix reading: the composed operator `U G S^T` over shared row and column factors",
     "vn_pairs": "pair atoms `u_a v_b^T` decoded from two factor codes",
-    "vn_applied": "applied reading: a context-selected linear map applied to a content input",
+    "vn_applied": "applied reading: a context-selected map of a content input",
     "vn_applied_set": "applied reading over a set of bodies (nbody)",
     "AmortisedVN": "a LISTA encoder trained to replace FISTA at prediction time",
     "vn-inpaint": "plain Vector Network inpainting: its input dictionary `S g` fitted to the observed entries",
@@ -182,9 +182,9 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
     lines = ["# Scorecard: what the measurements support", "",
              "<!-- written by `hebbnets report scorecard` (and `hebbnets report all`) from records/*.jsonl; edit the "
              "specs (hebbnets/experiments/specs), not this file -->", "",
-             "Every claim the project checks, generated from the committed records. Effect: the ratio of mean errors "
+             "Every claim the project checks, from the committed records. Effect: the ratio of mean errors "
              "(test splits, mean over seeds) with the 95 % interval of the geometric-mean ratio (Welch's t on log "
-             f"errors over seeds). One row per claim, with p-values, comparisons, seeds and links: "
+             f"errors). One row per claim, with p-values, comparisons, seeds and links: "
              f"[{CLAIMS_PAGE}]({CLAIMS_PAGE}).", ""]
     lines += _summary(rows) + _when_to_use(rows)
     points = [p for _, _, _, v in rows for p in v.points]

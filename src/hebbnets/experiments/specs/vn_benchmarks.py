@@ -215,10 +215,8 @@ MNIST_RECONSTRUCT = Bench(
         variant("vn_matrix-earlier", "vn_matrix", **M_VN_MATRIX_EARLIER),
         variant("vn_matrix-private", "vn_matrix", **M_VN_MATRIX_EARLIER, factors="private", topk=M_CONTROL_TOPK),
         "ae", "conv_ae", "vae", "mlp",
-        # the field's simplest code: PCA fitted on the training digits, at the `vn` row's measured active code size
-        # (418 of its 1,024 atoms per digit on id: the diagnostics page) and at the autoencoders' latent size (no
-        # hyper-parameter beyond the component count, which the rule sets); scikit-learn's dictionary learning +
-        # sparse_encode at vn's 1,024 atoms, codes >= 0 as vn's, alpha searched (6 points as every model here)
+        # the field's simple codes: PCA on the training digits at `vn`'s measured active count (418 of 1,024 atoms on id)
+        # and at the autoencoders' latent size; dictionary learning at vn's 1,024 atoms, codes >= 0, alpha searched
         variant("pca-418", "pca", n_components=418), variant("pca-128", "pca", n_components=128), "dict_learning",
         # references: each digit's own truncated SVD (rank 1, and rank 7: 7 x (28 + 28) = 392 numbers,
         # about the code size), no learning
@@ -238,8 +236,7 @@ MNIST_RECONSTRUCT = Bench(
         "vae": Grid({"latent": [64, 128], "lr": LR3}, base=_MN),
         "mlp": Grid({"hidden": [(512, 512), (1024, 1024)], "lr": LR3}, base=_MN),
         "matrix_code_ff": Grid({"l1": [0.0, 1e-3], "lr": LR3}, base=dict(atoms_u=40, atoms_s=40, hidden=256, **_MN)),
-        # half decades around vn's lam moves (0.05, 0.02; test-time 0.01), the same units (0.5 ||x - g D||^2 +
-        # alpha ||g||_1); 1e-4 left out for compute (at 0.01 a point took 7.3 min on one core, denser codes cost more)
+        # half decades around vn's lam moves, the same units; below 3e-4 left out for compute (a point there: 34 min)
         "dict_learning": Grid({"alpha": [3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1]}, base=dict(n_components=1024, positive=True)),
     },
     scales={"smoke": Scale(params={"n_train": 48, "n_test": 12}, config=_SMOKE_CONFIG)},

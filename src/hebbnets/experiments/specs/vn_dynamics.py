@@ -239,7 +239,7 @@ SPEC = register_spec(Spec(
             Claim("mnist_transform: where vn_applied beats the best baseline out of distribution, the win needs VN's "
                   "mechanism (every same-structure control worse beyond its interval)",
                   N.mechanism_claim(MNIST_TRANSFORM.name, "vn_applied", MN_ROLES, HEADLINE),
-                  key="mnist_transform: vn_applied's mechanism, not only its structure"),
+                  key="mnist_transform: vn_applied's mechanism, not its structure"),
         )),
         Figure("id_vs_ood", "nbody_id_vs_ood", "nbody: ID vs OOD next-step MSE, mean ± sample std over seeds",
                {"benches": (NBODY.name,), "metric": "mse"}),
