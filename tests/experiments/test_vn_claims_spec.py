@@ -93,7 +93,8 @@ def test_coverage_names_missing_benches_rows_and_seeds():
     entries = [e for e in _entries(seeds=(0, 1, 2)) if not (e["slots"][0]["label"] == "mlp" and e["seed"] == 2)]
     entries = [e for e in entries if e["slots"][0]["label"] != "mlp+ewc10000"]
     text = "\n".join(nc.coverage(_ctx(entries)))
-    assert (f"`{BENCH}`: not run: `mlp+ewc1`, `mlp+ewc10000`, `mlp+ewc1000000`, `mlp-replay`, `mlp-joint`, `mlp` seed 2."
+    assert (f"`{BENCH}`: not run: `mlp+ewc1`, `mlp+ewc10000`, `mlp+ewc1000000`, `mlp-replay`, `mlp-joint`, `vn-dense`, "
+            "`mlp` seed 2."
             in text)
     assert "`mnist_continual`: not run (no records)." in text
     assert f"`{BENCH}/vn`" not in text  # every seed present
@@ -222,3 +223,58 @@ def test_the_stage_training_table_counts_cap_hits_and_records_without_stages():
     assert "No records yet." in text  # the other benches
     entries[0]["stats"].pop("stages"), entries[1]["stats"].pop("stages")
     assert "None of its 3 records has per-stage training lengths" in "\n".join(nc.stage_training_table(_ctx(entries)))
+
+
+# -- same-structure controls on a continual bench (issue 29) ------------------------------------------
+def _mechanism(ctx, controls=None, unbuilt=None):
+    controls = controls if controls is not None else {"vn-dense": "dense", "mlp+ewc1": "a second control (any spec row serves)"}
+    return nc.mechanism_claim(BENCH, vc.VN_LABELS, controls, (), unbuilt)(ctx)
+
+
+def _spread(label, both, seeds=(0, 1, 2), spread=0.01):
+    """``label`` continual records whose error on both stages is ``both`` times 1 -/+ ``spread``."""
+    return [_continual(label, s, 0.10, 0.11, both * (1 + spread * (s - 1))) for s in seeds]
+
+
+def test_controls_enter_neither_side_of_the_forgetting_and_final_claims():
+    # a control that forgets nothing and has the lowest final error: it must not become the best backprop row
+    entries = _entries(seeds=(0, 1, 2)) + [_continual("vn-dense", s, 0.10, 0.10, 0.01) for s in (0, 1, 2)]
+    ctx = _ctx(entries)
+    v = nc.final_claim(BENCH, vc.VN_LABELS, (), ("vn-dense",))(ctx)
+    assert v.verdict is True and "best backprop row mlp+ewc100" in v.evidence and "`vn-dense`" in v.evidence
+    assert nc.final_claim(BENCH, vc.VN_LABELS)(ctx).verdict is False  # counted as a backprop row, it would win
+    f = nc.forgetting_claim(BENCH, vc.VN_LABELS, vc.KEEP, (), ("vn-dense",))(ctx)
+    assert "vn-dense 1" not in f.evidence and "mechanism line" in f.evidence
+
+
+def test_the_continual_mechanism_verdict_from_the_controls():
+    base = _spread("vn", 0.12) + _spread("mlp", 0.40)
+    # every control worse beyond its interval: the mechanism is needed
+    v = _mechanism(_ctx(base + _spread("vn-dense", 0.30) + _spread("mlp+ewc1", 0.50)))
+    assert v.verdict == "holds, and the mechanism is needed" and v.reading == "vn"
+    assert "`vn-dense` / `vn`: id 2.5x" in v.evidence and v.against == "`vn-dense` (same structure)"
+    # one control as good: only the structure
+    v = _mechanism(_ctx(base + _spread("vn-dense", 0.12) + _spread("mlp+ewc1", 0.50)))
+    assert v.verdict == "holds only through the structure" and "as good within it: `vn-dense`" in v.evidence
+    # a control without records on the VN row's seeds: undecided, naming it
+    v = _mechanism(_ctx(base + _spread("vn-dense", 0.30) + _spread("mlp+ewc1", 0.50, seeds=(0, 1))))
+    assert v.verdict == "undecided" and "control `mlp+ewc1` not run on the VN row's 3 seeds" in v.evidence
+    # controls the reading needs but nobody built: no mechanism credit, while "as good" still counts
+    v = _mechanism(_ctx(base + _spread("vn-dense", 0.30)), {"vn-dense": "dense"}, unbuilt="the other controls")
+    assert v.verdict == "undecided" and "Not built: the other controls" in v.evidence
+    v = _mechanism(_ctx(base + _spread("vn-dense", 0.12)), {"vn-dense": "dense"}, unbuilt="the other controls")
+    assert v.verdict == "holds only through the structure"
+
+
+def test_no_continual_win_leaves_nothing_to_credit():
+    v = _mechanism(_ctx(_spread("vn", 0.50) + _spread("mlp", 0.40) + _spread("vn-dense", 0.10) + _spread("mlp+ewc1", 0.1)))
+    assert v.verdict == "does not hold" and "no win to credit" in v.evidence
+    assert _mechanism(_ctx([])).holds is None
+
+
+def test_the_spec_plans_controls_where_a_continual_claim_rests_on_a_vn_row():
+    for bench, controls in vc.CONTROLS.items():
+        labels = {v.label for v in vc.SPEC.bench(bench).variants}
+        assert set(controls) <= labels and not set(controls) & set(vc.VN_LABELS)
+    keys = [c.key for c in vc.SPEC.sections[0].claims]
+    assert "nbody_continual: the VN's continual win needs its mechanism" in keys

@@ -10,7 +10,8 @@ import math
 from typing import Any, Callable
 
 from ...measures.summary import sample_std
-from .queries import errors, log_ratio_interval, ratio_effect, seeds_text
+from .queries import (MIN_CONTROL_SEEDS, control_outcome, control_tests, control_tests_text, errors, log_ratio_interval,
+                      ratio_effect, seeds_text)
 from .sections import Cell, ReportContext, Verdict, fmt, grid_edges, report_pages, unrun_line
 
 
@@ -142,7 +143,9 @@ FINAL_NOTE = ("Forgetting alone rewards a model that never learns the second sta
 def continual_text(ctx: ReportContext) -> list[str]:
     return ["## Continual learning: does learning a second stage degrade the first?", "",
             "Each task learns two stages with disjoint factors, the second by `partial_fit` from the state the first "
-            f"left. {tuning_note(ctx)}", ""]
+            f"left. {tuning_note(ctx)} A `-dense` row (the VN at lam 1e-4) and the `applied_set_*` rows are "
+            "same-structure controls of a VN row (issue 29): in no forgetting or final-error comparison; each bench's "
+            "mechanism line compares them with its best VN row.", ""]
 
 
 def forgetting_table(bench: str) -> Callable[[ReportContext], list[str]]:
@@ -203,14 +206,20 @@ def _shown_only_text(ctx: ReportContext, bench: str, shown_only: tuple[str, ...]
                    for lab in rows)
 
 
-def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float,
-                     shown_only: tuple[str, ...] = ()) -> Callable[[ReportContext], Verdict]:
+def _controls_text(ctx: ReportContext, bench: str, controls: tuple[str, ...]) -> str:
+    rows = [f"`{lab}`" for lab in controls if lab in ctx.labels(bench)]
+    return f" The same-structure controls ({', '.join(rows)}) are in the mechanism line, not here." if rows else ""
+
+
+def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float, shown_only: tuple[str, ...] = (),
+                     controls: tuple[str, ...] = ()) -> Callable[[ReportContext], Verdict]:
     """Every VN variant keeps the first stage (forgetting ratio at most ``keep``) and forgets less
     than the backprop row that forgets least (each VN variant's ratio beyond its interval:
-    ``lower_beyond_interval``). Rows in ``shown_only`` are named in the evidence, in no comparison."""
+    ``lower_beyond_interval``). Rows in ``shown_only`` are named in the evidence, in no comparison;
+    the same-structure ``controls`` are in neither side (``mechanism_claim`` compares them)."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = [lab for lab in continual_rows(ctx, bench) if lab not in shown_only]
+        labels = [lab for lab in continual_rows(ctx, bench) if lab not in shown_only and lab not in controls]
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         ratio = {lab: mean(vals(ctx, bench, lab, "id_stage1", "forgetting_ratio")) for lab in labels}
@@ -220,7 +229,8 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float,
         ok = all(ratio[v] <= keep for v in vn) and best_bp is not None and all(ratio[v] < ratio[best_bp] for v in vn)
         ev = ("forgetting ratio (mean ± sample std over seeds) "
               + ", ".join(f"{lab} {ms(vals(ctx, bench, lab, 'id_stage1', 'forgetting_ratio'))}" for lab in labels)
-              + _shown_only_text(ctx, bench, shown_only, "id_stage1", "forgetting_ratio") + ".")
+              + _shown_only_text(ctx, bench, shown_only, "id_stage1", "forgetting_ratio") + "."
+              + _controls_text(ctx, bench, controls))
         if best_bp is None:
             return Verdict(ok, ev)
         worst = max(vn, key=lambda v: ratio[v])
@@ -233,14 +243,19 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float,
     return check
 
 
-def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, ...] = ()
-                ) -> Callable[[ReportContext], Verdict]:
+def _final_rows(ctx: ReportContext, bench: str, shown_only: tuple[str, ...], controls: tuple[str, ...]) -> list[str]:
+    """The continual rows a final-error comparison ranks (no reference, shown-only or control row)."""
+    return [lab for lab in continual_rows(ctx, bench) if lab not in shown_only and lab not in controls]
+
+
+def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, ...] = (),
+                controls: tuple[str, ...] = ()) -> Callable[[ReportContext], Verdict]:
     """After both stages, the best VN row's error on both stages together is below the best backprop
     row's, beyond its interval (``lower_beyond_interval``). Rows in ``shown_only`` are named in the
-    evidence, in no comparison."""
+    evidence, in no comparison; the same-structure ``controls`` are in neither side."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
-        labels = [lab for lab in continual_rows(ctx, bench) if lab not in shown_only]
+        labels = _final_rows(ctx, bench, shown_only, controls)
         if m is None or "vn" not in labels:
             return Verdict(None, "no records yet.")
         final = {lab: vals(ctx, bench, lab, "id", m) for lab in labels}
@@ -252,7 +267,7 @@ def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, .
         best_vn = min(vn, key=lambda lab: mean(final[lab]))
         mine, other = ctx.cell(bench, best_vn, "id", m), ctx.cell(bench, best_bp, "id", m)
         effect, _, _ = ratio_effect(mine, other)
-        joint = [lab for lab in ctx.labels(bench) if lab not in labels and lab not in shown_only]
+        joint = [lab for lab in ctx.labels(bench) if lab not in labels and lab not in shown_only and lab not in controls]
         reference = "".join(f"; joint training (the reference, not a continual row): {lab} "
                             f"{ms(vals(ctx, bench, lab, 'id', m))}" for lab in joint)
         lower = mean(final[best_vn]) < mean(final[best_bp])
@@ -260,9 +275,70 @@ def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, .
                        f"error on both stages after both (`id`, `{m}`): "
                        + ", ".join(f"{lab} {ms(final[lab])}" for lab in labels)
                        + f"; best VN row {best_vn}, best backprop row {best_bp}{reference}"
-                       + _shown_only_text(ctx, bench, shown_only, "id", m) + ".",
+                       + _shown_only_text(ctx, bench, shown_only, "id", m) + "." + _controls_text(ctx, bench, controls),
                        effect=f"{best_vn}: {effect}", against=f"{best_bp} (the best backprop row)",
                        seeds=seeds_text(mine, other), notes=(FINAL_NOTE, INTERVAL_NOTE), reading=best_vn)
+    return check
+
+
+def _final_winner(ctx: ReportContext, bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, ...],
+                  controls: tuple[str, ...]) -> tuple[Cell, Cell] | None:
+    """(best VN row's ``id`` cell, best backprop row's) when the VN row is below it beyond the 95 %
+    interval of their ratio (``final_claim``'s win), else None."""
+    m = metric_of(ctx, bench)
+    labels = _final_rows(ctx, bench, shown_only, controls)
+    vn = [lab for lab in labels if lab in vn_labels]
+    backprop = [lab for lab in labels if lab not in vn_labels]
+    if m is None or not vn or not backprop:
+        return None
+    final = {lab: mean(vals(ctx, bench, lab, "id", m)) for lab in labels}
+    mine, other = (ctx.cell(bench, min(side, key=final.__getitem__), "id", m) for side in (vn, backprop))
+    if mine is None or other is None or not final[mine.label] < final[other.label]:
+        return None
+    return (mine, other) if lower_beyond_interval([(mine, other)]) is True else None
+
+
+def mechanism_claim(bench: str, vn_labels: tuple[str, ...], controls: dict[str, str], shown_only: tuple[str, ...] = (),
+                    unbuilt: str | None = None) -> Callable[[ReportContext], Verdict]:
+    """Whether the VN's continual win needs VN's mechanism (issue 29): where the best VN row's error on
+    both stages after both (``id``) is below the best backprop row's beyond the interval
+    (``final_claim``), each same-structure control of ``controls`` (label -> what it is; trained on
+    the stages in the same order) against that VN row on ``id``, with the 95 % interval and Welch
+    test on log errors (``queries.control_outcome``). ``unbuilt``: the controls the reading would need
+    that do not exist; then "the mechanism is needed" cannot be concluded (undecided), while a
+    control as good still shows the structure suffices. Does not hold: no win to credit; undecided:
+    a control without records on the VN row's seeds (unless another is already as good)."""
+    def check(ctx: ReportContext) -> Verdict:
+        m = metric_of(ctx, bench)
+        if m is None:
+            return Verdict(None, "no records yet.")
+        win = _final_winner(ctx, bench, vn_labels, shown_only, tuple(controls))
+        if win is None:
+            return Verdict("does not hold", "no VN row is below the best backprop row beyond the interval after both "
+                           "stages: no win to credit.", against="the best backprop row")
+        mine, other = win
+        reading = mine.label
+        ran = {c: control_tests(ctx, bench, reading, c, m, ["id"]) for c in controls
+               if (cell := ctx.cell(bench, c, "id", m)) is not None and cell.n >= max(MIN_CONTROL_SEEDS, mine.n)}
+        won = f"`{reading}` below {other.label} beyond the interval ({ratio_effect(mine, other)[0]})"
+        lines = [f"`{c}` / `{reading}`: {control_tests_text(t)}" for c, t in ran.items()]
+        close = min(((t[2], c, t) for c, ts in ran.items() for t in ts), default=None, key=lambda x: x[0])
+        common = dict(effect=f"{fmt(close[2][1])}x (id)" if close else "—",
+                      against=f"`{close[1]}` (same structure)" if close else "—", reading=reading,
+                      seeds=seeds_text(mine), notes=tuple(f"{bench}, same-structure control `{c}`: {d}." for c, d in
+                                                         controls.items() if c in ran))
+        worse, match, word = control_outcome(ran)
+        if len(ran) < len(controls) and not match:
+            missing = ", ".join(f"`{c}`" for c in controls if c not in ran)
+            return Verdict("undecided", f"{won}; {'controls' if len(controls) - len(ran) > 1 else 'control'} {missing} not run "
+                           f"on the VN row's {mine.n} seeds.", **common)
+        names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
+        ev = (f"{won}, on both stages after both (`id`, `{m}`). " + "; ".join(lines)
+              + f". Worse beyond its interval: {names(worse)}; as good within it: {names(match)}.")
+        if unbuilt and not match:
+            return Verdict("undecided", ev + f" Not built: {unbuilt}, so the mechanism cannot be credited yet.",
+                           **common)
+        return Verdict(word, ev, **common)
     return check
 
 

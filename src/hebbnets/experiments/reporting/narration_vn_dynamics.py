@@ -11,8 +11,8 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from .queries import (control_outcome, control_tests, control_tests_text, errors, located, log_ratio_interval,
-                      ratio_effect, seeds_text)
+from .queries import (MIN_CONTROL_SEEDS, control_outcome, control_tests, control_tests_text, errors, located,
+                      log_ratio_interval, ratio_effect, seeds_text)
 from .sections import Cell, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, report_pages, unrun_line
 
 
@@ -185,10 +185,6 @@ def ratio_table(bench: str, roles: Roles, metrics: tuple[str, ...]) -> Callable[
             lines.append("")
         return lines
     return render
-
-
-#: a control decides the mechanism verdict only on at least this many seeds (and the reading's)
-MIN_CONTROL_SEEDS = 3
 
 
 def mechanism_claim(bench: str, reading: str, roles: Roles, metric: str) -> Callable[[ReportContext], Verdict]:

@@ -104,6 +104,8 @@ def ratio_effect(mine: Cell | None, other: Cell | None) -> tuple[str, Point | No
 #: a same-structure control "does as well" as a VN reading when, on every split compared, its 95 %
 #: interval reaches 1 and its mean error is less than this many times the reading's
 CONTROL_MARGIN = 2.0
+#: a control decides a mechanism verdict only on at least this many seeds (and the reading's)
+MIN_CONTROL_SEEDS = 3
 #: (split, control / reading mean error, 95 % interval lo, hi, Welch p) on log errors
 ControlTest = tuple[str, float, float, float, float]
 

@@ -70,8 +70,7 @@ def _when_to_use(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]
     if not by:
         return []
     lines = ["## When to use what", "",
-             "From the same verdicts (every claim is listed below): how many of a model's claims hold, do not hold or "
-             "are open, and on what (each claim's bench, or its report, with a count where several share one).", "",
+             "Per model, from the verdicts below: how many of its claims hold, do not hold or are open, and where.", "",
              "| model | what it is | its claims hold on | do not hold on | undecided |", "|---|---|---|---|---|"]
     for reading, (holds, fails, open_) in by.items():
         lines.append("| " + " | ".join(table_cell(t) for t in (
@@ -139,8 +138,8 @@ def _families(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
         family, topic = family_and_topic(claim)
         groups.setdefault((spec.name, family), []).append((topic, v))
     lines = ["## Every claim, by family", "",
-             f"One row per claim checked on several benches or tasks; per bench or task its verdict and effect "
-             f"[95 % CI]. The p-values, comparisons and seeds of each claim: [{CLAIMS_PAGE}]({CLAIMS_PAGE}).", "",
+             f"Per bench or task, each claim's verdict and effect [95 % CI]; p-values, comparisons and seeds: "
+             f"[{CLAIMS_PAGE}]({CLAIMS_PAGE}).", "",
              "| report | claim | per bench or task: verdict, effect |", "|---|---|---|"]
     for (name, family), members in groups.items():
         cells = []
@@ -192,9 +191,8 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
         _figure(points, out / "scorecard.png")
     if points:
         lines += ["![error / best baseline per bench and split](scorecard.png)", "",
-                  "*Error / the best baseline's error of every VN reading a claim rests on, per bench and split "
-                  "(bars: the ratio of the means; dots: each seed's error over the baseline's mean), with the paper's "
-                  "bands: ID parity within 1.25x, OOD about 10x lower (at most 0.2x).*", ""]
+                  "*Error / the best baseline's of every VN reading a claim rests on, per bench and split (bars: ratio "
+                  "of means; dots: seeds), with the paper's bands: ID within 1.25x, OOD at most 0.2x.*", ""]
     lines += _families(rows)
     write_page(out / CLAIMS_PAGE, _claims_page(rows))
     return write_page(out / "README.md", lines)
