@@ -353,3 +353,79 @@ def test_applied_reading_controls_refuse_bad_input(name):
         hn.models.make(name, **{**APPLIED, "context_encoding": "tuning_centred"})
     with pytest.raises(ValueError, match="^atoms:"):
         hn.models.make(name, **{**APPLIED, "atoms": 0})
+
+
+# -- the vector reading's controls (vn: one layer, masked inputs) -------------------------------------------
+def _signals(n=64, seed=0):  # (N, 8) sparse combinations of 3 fixed patterns, two entries hidden -> the full signals
+    g = torch.Generator().manual_seed(seed)
+    D = torch.randn(8, 3, generator=g)
+    x = (torch.rand(n, 3, generator=g) * (torch.rand(n, 3, generator=g) < 0.6)) @ D.T
+    mask = torch.ones(n, 8)
+    mask[:, 5:7] = 0
+    return hn.Split(x * mask, x, x_mask=mask)
+
+
+def test_vector_code_ff_composes_its_code_with_unit_atoms_and_ignores_hidden_entries():
+    split = _signals()
+    model = hn.models.make("vector_code_ff", seed=0, atoms=5, hidden=8, nonneg=True, **QUIET).fit(split)
+    with torch.no_grad():
+        g = model.code(split.x, split.x_mask)
+        by_hand = g @ unit_columns(model.U).T
+        noisy = split.x + (1 - split.x_mask) * torch.randn(split.x.shape)  # changes only the hidden entries
+        same = model.code(noisy, split.x_mask)
+    assert g.shape == (64, 5) and bool((g >= 0).all()) and bool((g == 0).any())  # ReLU: exact zeros
+    assert torch.equal(g, same)
+    assert torch.equal(model.predict(split.x, split.x_mask), by_hand)
+    plain = hn.models.make("vector_code_ff", seed=0, atoms=5, hidden=0, **QUIET)
+    sparse = hn.models.make("vector_code_ff", seed=0, atoms=5, hidden=0, l1=0.3, **QUIET)
+    for m in (plain, sparse):
+        m.build(hn.DataSpec.from_split(split))
+    sparse.load_state_dict(plain.state_dict())
+    assert isinstance(plain.encoder, torch.nn.Linear)
+    want = plain._loss(split) + 0.3 * plain.code(split.x, split.x_mask).abs().sum(1).mean() / 5
+    assert torch.allclose(sparse._loss(split), want, rtol=1e-6)
+
+
+def test_vn_implicit_codes_solve_the_masked_lasso_and_input_atoms_stay_clipped():
+    split = _signals()
+    model = hn.models.make("vn_implicit", seed=0, atoms=5, lam=0.01, max_iter=3000, tol=1e-9, lr=3e-2, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    start = {k: v.clone() for k, v in model.state_dict().items()}
+    model.fit(split)
+    layer = model.layer
+    assert not torch.equal(layer.U, start["layer.U"]) and not torch.equal(layer.S, start["layer.S"])
+    assert float(layer.S.detach().norm(dim=0).max()) <= 1 + 1e-5  # vn's clip_s policy after every step
+    with torch.no_grad():
+        g = model.code(split.x, split.x_mask)  # (N, K)
+        viol = layer.optimality_residual(split.x, g, split.x_mask)
+    assert float(viol.max()) < 1e-4  # 1 % of lam in float32 (an unsolved code violates by ~lam)
+    assert bool((g == 0).any()) and bool((g != 0).any())
+    torch.testing.assert_close(model.predict(split.x, split.x_mask), g @ layer.U.T)
+
+
+def test_vector_controls_training_lowers_the_error():
+    split = _signals(128)
+    for name, kwargs in (("vector_code_ff", dict(atoms=6, hidden=16, lr=1e-2)), ("vn_implicit", dict(atoms=6, lam=0.01, lr=3e-2))):
+        model = hn.models.make(name, seed=0, **kwargs, **{**QUIET, "epochs": 20, "patience": 20})
+        model.build(hn.DataSpec.from_split(split))
+        with torch.no_grad():
+            before = float(((model.predict(split.x, split.x_mask) - split.y) ** 2).mean())
+        model.fit(split)
+        assert model.score(split) < 0.7 * before, name
+
+
+@pytest.mark.parametrize("name,kwargs,arg", [
+    ("vector_code_ff", {"atoms": 0}, "atoms"), ("vector_code_ff", {"hidden": -1}, "hidden"),
+    ("vector_code_ff", {"l1": -1.0}, "l1"), ("vector_code_ff", {"nonneg": "yes"}, "nonneg"),
+    ("vn_implicit", {"lam": 0.0}, "lam"), ("vn_implicit", {"atoms": 1.5}, "atoms"),
+    ("vn_implicit", {"max_iter": 0}, "max_iter"), ("vn_implicit", {"tol": -1.0}, "tol"),
+    ("vn_implicit", {"nonneg": 1}, "nonneg")])
+def test_vector_controls_bad_config_names_the_field(name, kwargs, arg):
+    with pytest.raises(ValueError, match=f"^{arg}:"):
+        hn.models.make(name, **kwargs)
+
+
+@pytest.mark.parametrize("name", ["vector_code_ff", "vn_implicit"])
+def test_vector_controls_refuse_class_labels(name):
+    with pytest.raises(ValueError, match="^y:"):
+        hn.models.make(name, **QUIET).fit(hn.Split(torch.randn(8, 4), torch.randint(3, (8,))))

@@ -185,6 +185,8 @@ CASES = {  # model -> (tiny config, split maker)
     "vn_matrix_implicit": (dict(atoms_u=3, atoms_s=3, max_iter=20, **QUIET), _img),
     "applied_code_ff": (dict(atoms=6, context_dims=1, hidden=8, l1=1e-3, **QUIET), _ctx),
     "applied_implicit": (dict(atoms=6, context_dims=1, lam=0.02, max_iter=20, **QUIET), _ctx),
+    "vector_code_ff": (dict(atoms=6, hidden=8, l1=1e-3, **QUIET), _masked),
+    "vn_implicit": (dict(atoms=6, lam=0.02, max_iter=20, **QUIET), _masked),
 }
 
 

@@ -48,7 +48,17 @@ reading is credited with its mechanism only when every control loses beyond its 
   solution (``implicit_lasso``), with ``applied_set_implicit``'s elastic-net term ``l2/2 ||g||^2``:
   a context of ``p`` entries fixes at most ``p`` of ``K > p`` atoms, so without it ``H_AA`` can be
   singular.
-* dense codes (``lam -> 0`` in ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set`` / ``vn_applied``)
+* ``vector_code_ff`` (the vector reading ``vn``, one layer): ``vn``'s output ``U g`` over ``K``
+  atoms (unit columns, so an l1 penalty cannot be escaped by growing them), the code ``g`` ``(K,)``
+  from an MLP of the input (masked inputs: of ``[m ⊙ x, m]``), trained end to end by backprop,
+  with an optional l1 penalty on ``g``. No inference, no Atomic-Hebb.
+* ``vn_implicit`` (the vector reading; FISTA kept, Atomic-Hebb replaced): ``vn``'s prediction-time
+  code ``g*(x) = argmin_g 1/2 ||m ⊙ (x - S g)||^2 + lam ||g||_1`` and output ``U g*``
+  (``hebbnets.nn.VNLayer``: the same batched FISTA, ``S`` and ``U`` learned by Adam through the
+  solution by implicit differentiation), with ``vn``'s ``"clip_s"`` policy on ``S`` after every
+  step. ``vn`` clamps the target into its training code; here the code comes from the input
+  alone, as at prediction, since the target is what the loss scores.
+* dense codes (``lam -> 0`` in ``vn`` / ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set`` / ``vn_applied``)
   need no model: a spec variant.
 
 All are ordinary ``BackpropModel``s (``hebbnets.training``): the same training loop, stopping rule
@@ -56,7 +66,8 @@ and validation carve as every baseline. The matrix controls flatten their inputs
 need image targets ``(N, H, W)`` and refuse masked inputs and class labels with one ``ValueError``;
 the two applied-set controls take ``nbody``'s body-window layout (padded bodies masked), checked as
 ``vn_applied_set`` checks it; the two applied controls ``vn_applied``'s layout (flattened input,
-the last ``context_dims`` entries the context), real-valued targets, no masks.
+the last ``context_dims`` entries the context), real-valued targets, no masks; the two vector
+controls flatten inputs and targets (optional input masks, real-valued targets).
 """
 from __future__ import annotations
 
@@ -68,7 +79,7 @@ from torch import nn
 from ._model import DataSpec
 from ._validation import check_choice, check_int, check_int_fields, check_positive
 from .models import register
-from .nn import MatrixAtomLayer, implicit_lasso
+from .nn import MatrixAtomLayer, VNLayer, implicit_lasso
 from .tasks.nbody_windows import (Standardise, body_mask, body_set_encoder, mlp, window_changes, window_rows,
                                   window_summary)
 from .vn.applied_model import tuning_code
@@ -384,6 +395,128 @@ class AppliedSetImplicit(_AppliedSetStructure):
             codes = fista_gram(G, b, cfg.lam, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg).codes
         g = implicit_lasso(codes, cfg.lam, smooth_grad, lambda: G, zw, self.S, self.U)
         return g, z[:, :, -1], body
+
+
+# -- the vector reading (vn) ---------------------------------------------------------------------------
+def _vector_data(spec: DataSpec, model: str) -> None:
+    if spec.is_classification:
+        raise ValueError(f"y: model {model!r} needs real-valued targets, got class labels")
+
+
+@dataclass
+class VectorCodeFFConfig(TrainConfig):
+    """``vector_code_ff``: ``atoms``: ``K``, as ``vn``'s one layer; ``hidden``: the width of the
+    encoder's two hidden GELU layers (0: a linear encoder); ``l1``: weight of ``l1 * mean_b ||g||_1 / K`` added to the
+    mean squared error (0: none); ``nonneg``: codes ``g >= 0`` (a ReLU)."""
+
+    atoms: int = 64
+    hidden: int = 64
+    l1: float = 0.0
+    nonneg: bool = False
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int(self.atoms, "atoms")
+        check_int(self.hidden, "hidden", minimum=0)
+        check_positive(self.l1, "l1", allow_zero=True)
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+@register("vector_code_ff")
+class VectorCodeFF(BackpropModel):
+    """``y_hat = U g(x)`` ``(N, *y_shape)`` with ``g(x) = encoder(x)`` ``(N, K)`` and unit atom
+    columns ``U`` ``(m, K)`` (module docstring): ``vn``'s output structure, trained by backprop."""
+
+    Config = VectorCodeFFConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        _vector_data(spec, "vector_code_ff")
+        n_in = spec.x_dim * (2 if spec.x_masked else 1)
+        self.encoder = nn.Linear(n_in, cfg.atoms) if cfg.hidden == 0 else mlp(n_in, cfg.hidden, cfg.atoms)
+        self.U = nn.Parameter(torch.randn(spec.y_dim, cfg.atoms))  # (m, K), unit columns in use
+
+    def code(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The code ``g`` ``(N, K)`` of inputs ``x`` ``(N, *x_shape)`` (exact zeros where the ReLU
+        cuts, with ``nonneg``); the missing entries of a masked input never reach it."""
+        x = x.flatten(1)
+        if self.spec.x_masked:
+            m = torch.ones_like(x) if x_mask is None else x_mask.flatten(1)
+            x = torch.cat([x * m, m], 1)
+        g = self.encoder(x)
+        return torch.relu(g) if self.config.nonneg else g
+
+    def compose(self, g: torch.Tensor) -> torch.Tensor:
+        """``U g``: ``(N, K) -> (N, *y_shape)``."""
+        return (g @ unit_columns(self.U).T).reshape(g.shape[0], *self.spec.y_shape)
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        return self.compose(self.code(x, x_mask))
+
+    def _loss(self, batch) -> torch.Tensor:
+        g = self.code(batch.x, batch.x_mask)
+        loss = supervised_loss(self.compose(g), batch, self.spec)
+        if self.config.l1:
+            loss = loss + self.config.l1 * g.abs().sum(1).mean() / self.config.atoms
+        return loss
+
+
+@dataclass
+class VectorImplicitConfig(TrainConfig):
+    """``vn_implicit``: ``atoms``, ``lam``, ``nonneg``, ``max_iter``, ``tol`` as ``vn``'s one layer
+    (the LASSO and its FISTA budget); ``lam`` holds at training and prediction."""
+
+    atoms: int = 64
+    lam: float = 0.05
+    nonneg: bool = False
+    max_iter: int = 200
+    tol: float = 1e-4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_int_fields(self, ("atoms", "max_iter"))
+        check_positive(self.lam, "lam")
+        check_positive(self.tol, "tol")
+        if not isinstance(self.nonneg, bool):
+            raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+class ClipInputAtoms(Callback):
+    """After every optimiser step, every input atom ``s_k`` longer than 1 back to unit norm:
+    ``vn``'s ``"clip_s"`` policy (without a bound, gradients escape the l1 penalty by growing ``S``)."""
+
+    def on_step_end(self, model, step, batch, loss) -> None:
+        with torch.no_grad():
+            S = model.layer.S
+            S.div_(S.norm(dim=0, keepdim=True).clamp_min(1.0))
+
+
+@register("vn_implicit")
+class VectorImplicit(BackpropModel):
+    """``vn``'s one-layer inference (``g*(x)`` by FISTA on the observed entries) and output ``U g*``
+    ``(N, *y_shape)``, its atoms learned by Adam through the LASSO solution (module docstring)."""
+
+    Config = VectorImplicitConfig
+
+    def _build(self, spec: DataSpec) -> None:
+        cfg = self.config
+        _vector_data(spec, "vn_implicit")
+        self.layer = VNLayer(spec.x_dim, spec.y_dim, cfg.atoms, cfg.lam, nonneg=cfg.nonneg, max_iter=cfg.max_iter,
+                             tol=cfg.tol)
+
+    def training_callbacks(self) -> list[Callback]:
+        return [ClipInputAtoms(), *super().training_callbacks()]
+
+    def _layer(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.layer(x.flatten(1), None if x_mask is None else x_mask.flatten(1), return_code=True)
+
+    def code(self, x: torch.Tensor, x_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """The LASSO code ``g*`` ``(N, K)`` of inputs ``x`` ``(N, *x_shape)`` on their observed entries."""
+        return self._layer(x, x_mask)[1]
+
+    def _forward(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> torch.Tensor:
+        return self._layer(x, x_mask)[0].reshape(x.shape[0], *self.spec.y_shape)
 
 
 # -- the single applied-weight reading (vn_applied) -------------------------------------------------

@@ -143,8 +143,8 @@ FINAL_NOTE = ("Forgetting alone rewards a model that never learns the second sta
 def continual_text(ctx: ReportContext) -> list[str]:
     return ["## Continual learning: does learning a second stage degrade the first?", "",
             "Each task learns two stages with disjoint factors, the second by `partial_fit` from the state the first "
-            f"left. {tuning_note(ctx)} A `-dense` row (the VN at lam 1e-4) and the `applied_set_*` rows are "
-            "same-structure controls of a VN row (issue 29): in no forgetting or final-error comparison; each bench's "
+            f"left. {tuning_note(ctx)} A `-dense` row (the VN at lam 1e-4), `vector_code_ff`, `vn_implicit` and the "
+            "`applied_set_*` rows are same-structure controls of a VN row (issue 29): in no forgetting or final-error comparison; each bench's "
             "mechanism line compares them with its best VN row.", ""]
 
 
@@ -298,15 +298,13 @@ def _final_winner(ctx: ReportContext, bench: str, vn_labels: tuple[str, ...], sh
     return (mine, other) if lower_beyond_interval([(mine, other)]) is True else None
 
 
-def mechanism_claim(bench: str, vn_labels: tuple[str, ...], controls: dict[str, str], shown_only: tuple[str, ...] = (),
-                    unbuilt: str | None = None) -> Callable[[ReportContext], Verdict]:
+def mechanism_claim(bench: str, vn_labels: tuple[str, ...], controls: dict[str, str], shown_only: tuple[str, ...] = ()
+                    ) -> Callable[[ReportContext], Verdict]:
     """Whether the VN's continual win needs VN's mechanism (issue 29): where the best VN row's error on
     both stages after both (``id``) is below the best backprop row's beyond the interval
     (``final_claim``), each same-structure control of ``controls`` (label -> what it is; trained on
     the stages in the same order) against that VN row on ``id``, with the 95 % interval and Welch
-    test on log errors (``queries.control_outcome``). ``unbuilt``: the controls the reading would need
-    that do not exist; then "the mechanism is needed" cannot be concluded (undecided), while a
-    control as good still shows the structure suffices. Does not hold: no win to credit; undecided:
+    test on log errors (``queries.control_outcome``). Does not hold: no win to credit; undecided:
     a control without records on the VN row's seeds (unless another is already as good)."""
     def check(ctx: ReportContext) -> Verdict:
         m = metric_of(ctx, bench)
@@ -333,12 +331,8 @@ def mechanism_claim(bench: str, vn_labels: tuple[str, ...], controls: dict[str, 
             return Verdict("undecided", f"{won}; {'controls' if len(controls) - len(ran) > 1 else 'control'} {missing} not run "
                            f"on the VN row's {mine.n} seeds.", **common)
         names = lambda cs: ", ".join(f"`{c}`" for c in cs) or "none"  # noqa: E731
-        ev = (f"{won}, on both stages after both (`id`, `{m}`). " + "; ".join(lines)
-              + f". Worse beyond its interval: {names(worse)}; as good within it: {names(match)}.")
-        if unbuilt and not match:
-            return Verdict("undecided", ev + f" Not built: {unbuilt}, so the mechanism cannot be credited yet.",
-                           **common)
-        return Verdict(word, ev, **common)
+        return Verdict(word, f"{won}, on both stages after both (`id`, `{m}`). " + "; ".join(lines)
+                       + f". Worse beyond its interval: {names(worse)}; as good within it: {names(match)}.", **common)
     return check
 
 
