@@ -419,7 +419,7 @@ def test_vector_controls_training_lowers_the_error():
     ("vector_code_ff", {"l1": -1.0}, "l1"), ("vector_code_ff", {"nonneg": "yes"}, "nonneg"),
     ("vn_implicit", {"lam": 0.0}, "lam"), ("vn_implicit", {"atoms": 1.5}, "atoms"),
     ("vn_implicit", {"max_iter": 0}, "max_iter"), ("vn_implicit", {"tol": -1.0}, "tol"),
-    ("vn_implicit", {"nonneg": 1}, "nonneg")])
+    ("vn_implicit", {"nonneg": 1}, "nonneg"), ("vn_implicit", {"init": "zeros"}, "init")])
 def test_vector_controls_bad_config_names_the_field(name, kwargs, arg):
     with pytest.raises(ValueError, match=f"^{arg}:"):
         hn.models.make(name, **kwargs)
@@ -429,3 +429,24 @@ def test_vector_controls_bad_config_names_the_field(name, kwargs, arg):
 def test_vector_controls_refuse_class_labels(name):
     with pytest.raises(ValueError, match="^y:"):
         hn.models.make(name, **QUIET).fit(hn.Split(torch.randn(8, 4), torch.randint(3, (8,))))
+
+
+def test_vn_implicit_starts_from_vn_data_atoms_once():
+    from hebbnets.controls import DataAtoms
+    from hebbnets.vn.network import atoms_from_data
+    split = _signals()
+    model = hn.models.make("vn_implicit", seed=3, atoms=5, **QUIET)
+    model.build(hn.DataSpec.from_split(split))
+    DataAtoms().on_fit_start(model, split, None)
+    S, U = atoms_from_data(split, 5, 3)
+    assert torch.equal(model.layer.S.detach(), S) and torch.equal(model.layer.U.detach(), U)
+    assert torch.allclose(S.norm(dim=0), torch.ones(5)) and bool((S[5:7] == 0).all())  # hidden entries never enter
+    with torch.no_grad():
+        model.layer.S.mul_(0.5)
+    DataAtoms().on_fit_start(model, split, None)  # a partial_fit: the atoms continue
+    assert torch.equal(model.layer.S.detach(), 0.5 * S)
+    rand = hn.models.make("vn_implicit", seed=3, atoms=5, init="random", **QUIET)
+    rand.build(hn.DataSpec.from_split(split))
+    before = rand.layer.S.detach().clone()
+    DataAtoms().on_fit_start(rand, split, None)
+    assert torch.equal(rand.layer.S.detach(), before)

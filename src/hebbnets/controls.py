@@ -55,8 +55,8 @@ reading is credited with its mechanism only when every control loses beyond its 
 * ``vn_implicit`` (the vector reading; FISTA kept, Atomic-Hebb replaced): ``vn``'s prediction-time
   code ``g*(x) = argmin_g 1/2 ||m ⊙ (x - S g)||^2 + lam ||g||_1`` and output ``U g*``
   (``hebbnets.nn.VNLayer``: the same batched FISTA, ``S`` and ``U`` learned by Adam through the
-  solution by implicit differentiation), with ``vn``'s ``"clip_s"`` policy on ``S`` after every
-  step. ``vn`` clamps the target into its training code; here the code comes from the input
+  solution by implicit differentiation), from ``vn``'s data start, with ``vn``'s ``"clip_s"``
+  policy on ``S`` after every step. ``vn`` clamps the target into its training code; here the code comes from the input
   alone, as at prediction, since the target is what the loss scores.
 * dense codes (``lam -> 0`` in ``vn`` / ``vn_matrix`` / ``vn_pairs`` / ``vn_applied_set`` / ``vn_applied``)
   need no model: a spec variant.
@@ -84,6 +84,7 @@ from .tasks.nbody_windows import (Standardise, body_mask, body_set_encoder, mlp,
                                   window_summary)
 from .vn.applied_model import tuning_code
 from .vn.fista import fista_gram
+from .vn.network import atoms_from_data
 from .training import BackpropModel, Callback, TrainConfig, supervised_loss
 
 
@@ -464,22 +465,40 @@ class VectorCodeFF(BackpropModel):
 
 @dataclass
 class VectorImplicitConfig(TrainConfig):
-    """``vn_implicit``: ``atoms``, ``lam``, ``nonneg``, ``max_iter``, ``tol`` as ``vn``'s one layer
-    (the LASSO and its FISTA budget); ``lam`` holds at training and prediction."""
+    """``vn_implicit``: ``atoms``, ``lam``, ``nonneg``, ``max_iter``, ``tol``, ``init`` as ``vn``'s
+    one layer (the LASSO, its FISTA budget and the atoms' start: ``"data"`` random training pairs,
+    ``hebbnets.vn.network.atoms_from_data``, ``"random"`` Gaussian); ``lam`` holds at training and
+    prediction."""
 
     atoms: int = 64
     lam: float = 0.05
     nonneg: bool = False
     max_iter: int = 200
     tol: float = 1e-4
+    init: str = "data"
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_int_fields(self, ("atoms", "max_iter"))
         check_positive(self.lam, "lam")
         check_positive(self.tol, "tol")
+        check_choice(self.init, ("data", "random"), "init")
         if not isinstance(self.nonneg, bool):
             raise ValueError(f"nonneg: expected True or False, got {self.nonneg!r}")
+
+
+class DataAtoms(Callback):
+    """Before a model's first fit (never a ``partial_fit``, which continues from its atoms): ``vn``'s
+    data start, ``S`` and ``U`` from random training pairs (``atoms_from_data``) on the training part."""
+
+    def on_fit_start(self, model, train, val) -> None:
+        if bool(model.initialised):
+            return
+        with torch.no_grad():
+            S, U = atoms_from_data(train, model.config.atoms, model.seed, model.layer.S.dtype)
+            model.layer.S.copy_(S)
+            model.layer.U.copy_(U)
+        model.initialised.fill_(True)
 
 
 class ClipInputAtoms(Callback):
@@ -504,9 +523,10 @@ class VectorImplicit(BackpropModel):
         _vector_data(spec, "vn_implicit")
         self.layer = VNLayer(spec.x_dim, spec.y_dim, cfg.atoms, cfg.lam, nonneg=cfg.nonneg, max_iter=cfg.max_iter,
                              tol=cfg.tol)
+        self.register_buffer("initialised", torch.tensor(cfg.init == "random"))  # "data": set by DataAtoms
 
     def training_callbacks(self) -> list[Callback]:
-        return [ClipInputAtoms(), *super().training_callbacks()]
+        return [DataAtoms(), ClipInputAtoms(), *super().training_callbacks()]
 
     def _layer(self, x: torch.Tensor, x_mask: torch.Tensor | None) -> tuple[torch.Tensor, torch.Tensor]:
         return self.layer(x.flatten(1), None if x_mask is None else x_mask.flatten(1), return_code=True)

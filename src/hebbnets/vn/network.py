@@ -263,6 +263,24 @@ def rescale_atoms(S: torch.Tensor, U: torch.Tensor, active: torch.Tensor, policy
     U[:, idx] = U[:, idx] / scale[idx]
 
 
+def atoms_from_data(split: Split, atoms: int, seed: int, dtype: torch.dtype = torch.float32
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """``vn``'s ``init="data"``: ``atoms`` random training samples (drawn under ``seed``) as atom
+    pairs, ``S`` ``(n, K)`` the flattened inputs (missing entries zeroed) scaled to unit norm and
+    ``U`` ``(m, K)`` their flattened targets (missing entries zeroed) scaled by the same factors."""
+    gen = torch.Generator().manual_seed(seed)
+    idx = torch.randint(len(split), (atoms,), generator=gen, device=gen.device).to(split.device)
+    flat = lambda t: t.reshape(t.shape[0], -1).to(dtype)  # noqa: E731
+    xs = flat(split.x[idx])  # (K, n)
+    if split.x_mask is not None:
+        xs = xs * flat(split.x_mask[idx])
+    norms = xs.norm(dim=-1).clamp_min(1e-12)
+    ys = flat(split.y[idx])  # (K, m)
+    if split.y_mask is not None:
+        ys = ys * flat(split.y_mask[idx])
+    return (xs / norms[:, None]).T, (ys / norms[:, None]).T
+
+
 @register("vn")
 class VectorNetwork(Model):
     """A Vector Network (Pokel and Grewe, 2026), trained by inference + Atomic-Hebb only.
@@ -592,19 +610,10 @@ class VectorNetwork(Model):
         """**(choice)** First-layer atoms start as normalised random training inputs, paired with
         their targets (``u`` scaled like ``s``): a data-driven start speeds up dictionary learning."""
         first = self.layers[0]
-        K = first.num_atoms
-        gen = torch.Generator().manual_seed(self.seed)
-        idx = torch.randint(len(split), (K,), generator=gen, device=gen.device).to(split.device)
-        xs = self.flatten(split.x[idx])  # (K, n)
-        if split.x_mask is not None:
-            xs = xs * self.flatten(split.x_mask[idx])
-        norms = xs.norm(dim=-1).clamp_min(1e-12)
-        first.S.copy_((xs / norms[:, None]).T)
+        S, U = atoms_from_data(split, first.num_atoms, self.seed, self.dtype)
+        first.S.copy_(S)
         if len(self.layers) == 1:
-            ys = self.flatten(split.y[idx])
-            if split.y_mask is not None:
-                ys = ys * self.flatten(split.y_mask[idx])
-            first.U.copy_((ys / norms[:, None]).T)
+            first.U.copy_(U)
 
     def _fit(self, split: Split) -> None:
         def init(train: Split) -> None:  # on the training part only: validation stays unseen
