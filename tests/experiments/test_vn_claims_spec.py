@@ -241,10 +241,12 @@ def test_controls_enter_neither_side_of_the_forgetting_and_final_claims():
     entries = _entries(seeds=(0, 1, 2)) + [_continual("vn-dense", s, 0.10, 0.10, 0.01) for s in (0, 1, 2)]
     ctx = _ctx(entries)
     v = nc.final_claim(BENCH, vc.VN_LABELS, (), ("vn-dense",))(ctx)
-    assert v.verdict is True and "best backprop row mlp+ewc100" in v.evidence and "`vn-dense`" in v.evidence
+    assert v.verdict is True and "best backprop row mlp+ewc100" in v.evidence and "vn-dense" not in v.evidence
     assert nc.final_claim(BENCH, vc.VN_LABELS)(ctx).verdict is False  # counted as a backprop row, it would win
     f = nc.forgetting_claim(BENCH, vc.VN_LABELS, vc.KEEP, (), ("vn-dense",))(ctx)
-    assert "vn-dense 1" not in f.evidence and "mechanism line" in f.evidence
+    assert "vn-dense" not in f.evidence
+    table = "\n".join(nc.forgetting_table(BENCH, ("vn-dense",))(ctx))
+    assert "| vn-dense |" not in table and "| vn |" in table and "Controls `vn-dense`: the mechanism line" in table
 
 
 def test_the_continual_mechanism_verdict_from_the_controls():

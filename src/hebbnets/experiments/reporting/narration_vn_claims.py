@@ -143,12 +143,13 @@ FINAL_NOTE = ("Forgetting alone rewards a model that never learns the second sta
 def continual_text(ctx: ReportContext) -> list[str]:
     return ["## Continual learning: does learning a second stage degrade the first?", "",
             "Each task learns two stages with disjoint factors, the second by `partial_fit` from the state the first "
-            f"left. {tuning_note(ctx)} A `-dense` row (the VN at lam 1e-4), `vector_code_ff`, `vn_implicit` and the "
-            "`applied_set_*` rows are same-structure controls of a VN row (issue 29): in no forgetting or final-error comparison; each bench's "
-            "mechanism line compares them with its best VN row.", ""]
+            "left (how every row was tuned, and what the EWC, replay and joint rows are: the notes below). The `-dense`, `vector_code_ff`, `vn_implicit` and `applied_set_*` rows are "
+            "same-structure controls, compared only in the mechanism lines.", ""]
 
 
-def forgetting_table(bench: str) -> Callable[[ReportContext], list[str]]:
+def forgetting_table(bench: str, controls: tuple[str, ...] = ()) -> Callable[[ReportContext], list[str]]:
+    """The bench's forgetting table; the same-structure ``controls`` are named under it, their
+    numbers in the mechanism line and on the metrics page."""
     def render(ctx: ReportContext) -> list[str]:
         b = ctx.spec.bench(bench)
         lines = [f"### {b.title}", ""]
@@ -162,7 +163,7 @@ def forgetting_table(bench: str) -> Callable[[ReportContext], list[str]]:
                   + (f"; *{cross}*: combinations across the stages" if cross else "") + ".", "",
                   "| model | seeds | stage 1 after 1 | stage 1 after 2 | forgetting (ratio) | stage 2 after 2 | both after 2 |"
                   + (f" {cross} |" if cross else ""), "|---|---|---|---|---|---|---|" + ("---|" if cross else "")]
-        for lab in ctx.labels(bench):
+        for lab in [lab for lab in ctx.labels(bench) if lab not in controls]:
             c = ctx.cell(bench, lab, "id_stage1", m)
             cells = [ms(vals(ctx, bench, lab, "id_stage1", f"after_stage1:{m}")),
                      ms(vals(ctx, bench, lab, "id_stage1", m)),
@@ -171,7 +172,9 @@ def forgetting_table(bench: str) -> Callable[[ReportContext], list[str]]:
             if cross:
                 cells.append(ms(vals(ctx, bench, lab, cross, m)))
             lines.append(f"| {lab} | {','.join(map(str, c.seeds)) if c else '—'} | " + " | ".join(cells) + " |")
-        return lines + [""]
+        shown = [f"`{lab}`" for lab in controls if lab in ctx.labels(bench)]
+        return lines + ([""] + [f"Controls {', '.join(shown)}: the mechanism line and {_page(ctx, 'metrics')}."]
+                        if shown else []) + [""]
     return render
 
 
@@ -206,11 +209,6 @@ def _shown_only_text(ctx: ReportContext, bench: str, shown_only: tuple[str, ...]
                    for lab in rows)
 
 
-def _controls_text(ctx: ReportContext, bench: str, controls: tuple[str, ...]) -> str:
-    rows = [f"`{lab}`" for lab in controls if lab in ctx.labels(bench)]
-    return f" The same-structure controls ({', '.join(rows)}) are in the mechanism line, not here." if rows else ""
-
-
 def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float, shown_only: tuple[str, ...] = (),
                      controls: tuple[str, ...] = ()) -> Callable[[ReportContext], Verdict]:
     """Every VN variant keeps the first stage (forgetting ratio at most ``keep``) and forgets less
@@ -229,8 +227,7 @@ def forgetting_claim(bench: str, vn_labels: tuple[str, ...], keep: float, shown_
         ok = all(ratio[v] <= keep for v in vn) and best_bp is not None and all(ratio[v] < ratio[best_bp] for v in vn)
         ev = ("forgetting ratio (mean ± sample std over seeds) "
               + ", ".join(f"{lab} {ms(vals(ctx, bench, lab, 'id_stage1', 'forgetting_ratio'))}" for lab in labels)
-              + _shown_only_text(ctx, bench, shown_only, "id_stage1", "forgetting_ratio") + "."
-              + _controls_text(ctx, bench, controls))
+              + _shown_only_text(ctx, bench, shown_only, "id_stage1", "forgetting_ratio") + ".")
         if best_bp is None:
             return Verdict(ok, ev)
         worst = max(vn, key=lambda v: ratio[v])
@@ -275,7 +272,7 @@ def final_claim(bench: str, vn_labels: tuple[str, ...], shown_only: tuple[str, .
                        f"error on both stages after both (`id`, `{m}`): "
                        + ", ".join(f"{lab} {ms(final[lab])}" for lab in labels)
                        + f"; best VN row {best_vn}, best backprop row {best_bp}{reference}"
-                       + _shown_only_text(ctx, bench, shown_only, "id", m) + "." + _controls_text(ctx, bench, controls),
+                       + _shown_only_text(ctx, bench, shown_only, "id", m) + ".",
                        effect=f"{best_vn}: {effect}", against=f"{best_bp} (the best backprop row)",
                        seeds=seeds_text(mine, other), notes=(FINAL_NOTE, INTERVAL_NOTE), reading=best_vn)
     return check
