@@ -98,7 +98,7 @@ NBODY = Bench(
             # same-structure controls of vn_applied_set (issue 29; never backprop rows of a claim): as in vn_dynamics
             # applied_set_implicit not searched (compute: a point took over 12 min here): vn_dynamics' choice (lr 1e-2,
             # l2 0.1) at vn_applied_set's lam and beta; under the bench's stopping rule
-            "applied_set_code_ff", variant("applied_set_implicit", lr=1e-2, l2=0.1, lam=0.1, beta=1.0, epochs=1000,
+            "applied_set_code_ff", variant("applied_set_implicit", lr=1e-2, l2=0.1, lam=0.03, beta=1.0, epochs=1000,
                                            patience=20), variant("vn_applied_set-dense", "vn_applied_set", lam=1e-4)),
     # every row under one stopping rule (issue 29): cap 1000, patience 20. The VN rows had fixed caps of 5 (vn) and 30
     # (vn_applied_set) epochs, at which 3 of 3 vn fits and 2 of 3 vn_applied_set second stages ended; vn with warm
