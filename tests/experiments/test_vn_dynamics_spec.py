@@ -100,19 +100,24 @@ def test_budgets_and_cap_note_name_every_cap_other_than_the_benchs():
         e["config"] = {"epochs": cap}
         e["stats"]["history"] = {"epochs_run": epochs_run, "best_val_epoch": epochs_run - 1}
         return e
-    # the package's configs: gnn chosen at nbody's cap of 100, mlp searched at 1000
-    assert vd.NBODY.tuning["gnn"].base["epochs"] == 100 and vd.NBODY.tuning["mlp"].base["epochs"] == 1000
-    entries = [fit("gnn", 0, 300), fit("gnn", 1, 300, epochs_run=300), fit("mlp", 0, 1000), fit("set_mlp", 0, 100),
-               _fit("no_change", 0, {("id", "mse"): 1.0})]
+    # the package's configs: gnn and set_mlp chosen at nbody's bench cap, mlp searched at 1000; the fits below
+    # raise gnn's
+    cap = vd.NBODY.tuning["gnn"].base["epochs"]
+    assert vd.NBODY.tuning["mlp"].base["epochs"] == 1000 != cap and vd.NBODY.tuning["set_mlp"].base["epochs"] == cap
+    chosen = ReportContext(vd.SPEC, "quick", [], out=".").configs(vd.NBODY.configs)["models"]
+    gnn_search, set_search = chosen["gnn"]["config"]["epochs"], chosen["set_mlp"]["config"]["epochs"]
+    raised = 3 * cap
+    entries = [fit("gnn", 0, raised), fit("gnn", 1, raised, epochs_run=raised), fit("mlp", 0, 1000),
+               fit("set_mlp", 0, set_search), _fit("no_change", 0, {("id", "mse"): 1.0})]
     ctx = ReportContext(vd.SPEC, "quick", entries, out=".")
     note = "\n".join(nd.cap_note(ctx))
-    assert "per model: gnn 1/2" in note  # the fit that ran 300 of its 300 epochs
-    assert "caps other than the bench's 100 epochs" in note
-    assert "gnn: 100 in the search, 300 in the fits; mlp: 1000 in the search and the fits." in note
-    assert "set_mlp:" not in note  # at the bench's rule
+    assert "per model: gnn 1/2" in note  # the fit that ran all of its raised cap
+    assert f"caps other than the bench's {cap} epochs" in note
+    assert f"gnn: {gnn_search} in the search, {raised} in the fits; mlp: 1000 in the search and the fits." in note
+    assert ("set_mlp:" in note) == (set_search != cap)  # named only where it left the bench's rule
     rows = {line.split(" | ")[1]: line for line in nd.budgets(ctx) if line.startswith("| nbody")}
-    assert " | 100 / 300 | 20 (19), 300 (299) |" in rows["gnn"]
-    assert " | 100 / 100 | " in rows["set_mlp"] and " | 1000 / 1000 | " in rows["mlp"]
+    assert f" | {gnn_search} / {raised} | 20 (19), {raised} ({raised - 1}) |" in rows["gnn"]
+    assert f" | {set_search} / {set_search} | " in rows["set_mlp"] and " | 1000 / 1000 | " in rows["mlp"]
     assert " | — | — |" in rows["no_change"]  # neither searched nor trained
     # the spec's raised cap of vn_applied's mnist transform fits reaches its runs
     assert vd.MNIST_TRANSFORM.variant("vn_applied").config["epochs"] == vd.APPLIED_REFIT_EPOCHS > \
@@ -128,7 +133,11 @@ def test_the_cut_section_states_this_runs_sizes_and_searches():
     # each bench says whether it trains on the task's quick-scale size or what it was cut from
     mn_cut = "(no cut)" if mn["n_train"] == 3000 else "(cut from 3,000)"
     assert f"{mn['n_train']:,} training samples {mn_cut}" in cuts
-    assert f"{nb['n_train']:,} training systems (cut from 4,000)" in cuts
+    nb_cut = "(no cut)" if nb["n_train"] == 4000 else "(cut from 4,000)"
+    assert f"{nb['n_train']:,} training systems {nb_cut}" in cuts
+    # and whether its epoch cap is the design's 200
+    nb_cap = vd.NBODY.tuning["gnn"].base["epochs"]
+    assert f"at most {nb_cap} epochs {'(no cut)' if nb_cap >= 200 else '(cut from 200)'}" in cuts
     for bench in vd.BENCHES:  # every tuned model of a bench gets the count the section states
         counts = {s.n_points for s in bench.tuning.values()}
         assert counts == {nd._points(bench)}
