@@ -200,7 +200,7 @@ def _central_differences_agree(loss, params, per_tensor: int) -> int:
 
 def test_applied_implicit_gradient_matches_central_differences(monkeypatch):
     monkeypatch.setattr(hebbnets.controls, "fista_gram", _polished)
-    split = _bodies()
+    split = _bodies(16)  # 16 systems: each of the ~50 losses below is a float64 solve to 1e-10
     model = hn.models.make("applied_set_implicit", seed=0, max_iter=3000, tol=1e-10, **IMPLICIT, **QUIET)
     model.build(hn.DataSpec.from_split(split))
     model.double().eval()

@@ -23,6 +23,19 @@ def test_readme_quotes_every_reports_recorded_compute():
         assert hours == _report_hours(name), f"README quotes {hours} h for {name}, the report says {_report_hours(name)} h"
 
 
+def test_ci_runs_the_readmes_second_command_verbatim_and_the_test_extra_has_its_plugins():
+    """``.ci/run`` is the README's command 2, word for word; its pytest options come from plugins the
+    ``test`` extra installs (``-n`` is pytest-xdist's)."""
+    block = re.search(r"^## Quick start\n\n```bash\n(.*?)^```", (ROOT / "README.md").read_text(), flags=re.M | re.S)
+    commands = [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
+    assert len(commands) == 2, "the README opens with exactly two commands"
+    ci = [line for line in (ROOT / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    assert ci == [commands[1]]
+    if " -n " in commands[1]:
+        extra = re.search(r'^test = \[(.*?)\]', (ROOT / "pyproject.toml").read_text(), flags=re.M | re.S).group(1)
+        assert '"pytest-xdist' in extra
+
+
 def _python_snippets() -> list[tuple[int, str]]:
     """Every ``python`` block of the README, with the line it starts on."""
     text = (ROOT / "README.md").read_text()
