@@ -83,11 +83,12 @@ NBODY = Bench(
                             base=dict(d_ff=128, positions="none", missing="padding", **_STOP)),
         # cap 1000 (patience as every model's): at 100, 4 of 5 mlp fits ended at the cap (the others stop by patience)
         "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3, 3e-3]}, base={**_STOP, "epochs": 1000}),
-        "applied_set_code_ff": Grid({"l1": [0.0, 1e-3], "lr": [1e-3, 3e-3, 1e-2]}, base=_STOP),
-        # vn_applied_set's chosen structure (64 atoms, beta 0.5, 100 FISTA iterations, its prediction l1
-        # weight); the elastic-net weight that makes the code differentiable x learning rate
+        # the controls take vn_applied_set's chosen structure at this size (128 atoms; for the implicit one also
+        # beta 0.5, 200 FISTA iterations and its prediction l1 weight 0.05)
+        "applied_set_code_ff": Grid({"l1": [0.0, 1e-3], "lr": [1e-3, 3e-3, 1e-2]}, base=dict(atoms=128, **_STOP)),
+        # the elastic-net weight that makes the code differentiable x learning rate
         "applied_set_implicit": Grid({"l2": [0.1, 0.5], "lr": [1e-3, 3e-3, 1e-2]},
-                                     base=dict(atoms=64, beta=0.5, lam=0.05, max_iter=100, **_STOP)),
+                                     base=dict(atoms=128, beta=0.5, lam=0.05, max_iter=200, **_STOP)),
     },
     scales={"smoke": _NB_SMOKE, "quick": _NB_QUICK}, title="nbody: next change of every body under unknown force laws")
 
