@@ -224,3 +224,16 @@ def test_the_cut_section_names_the_rows_and_seeds_the_records_lack():
                 full.append(_fit(v.label, seed, {("id", "mse"): 0.1}))
                 full[-1]["slots"][0]["bench"] = b.name
     assert "Not run yet" not in "\n".join(nd.cuts(ReportContext(vd.SPEC, "quick", full, out=".")))
+
+
+def test_nbody_controls_take_vn_applied_sets_chosen_structure():
+    """The same-structure controls are searched at the structure ``vn_applied_set``'s search chose
+    (atom count; for the implicit control also its FISTA budget, ``beta`` and prediction l1 weight):
+    a new choice of ``vn_applied_set`` must move the controls' bases with it."""
+    from hebbnets.controls import AppliedSetCodeFFConfig, AppliedSetImplicitConfig
+    chosen = ReportContext(vd.SPEC, "quick", [], out=".").configs(vd.NBODY.configs)["models"]["vn_applied_set"]["config"]
+    code_ff, implicit = vd.NBODY.tuning["applied_set_code_ff"].base, vd.NBODY.tuning["applied_set_implicit"].base
+    assert code_ff.get("atoms", AppliedSetCodeFFConfig().atoms) == chosen["atoms"]
+    assert implicit.get("atoms", AppliedSetImplicitConfig().atoms) == chosen["atoms"]
+    assert (implicit["max_iter"], implicit["beta"], implicit["lam"]) == \
+        (chosen["max_iter"], chosen["beta"], chosen["test_lam"])
