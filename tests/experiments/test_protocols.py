@@ -75,6 +75,20 @@ def test_tune_protocol_scores_only_data_carved_from_the_training_split():
         validation_split(task, 1.5)
 
 
+def test_a_tune_point_records_its_epochs_so_a_search_that_hit_its_cap_is_on_record():
+    """The ``tune`` protocol keeps the ``history`` statistic as ``fit`` does: epochs run and the best
+    validation epoch, so a validation point the epoch cap ended (not patience) can be told apart."""
+    base = dict(hidden=(8,), batch_size=16, val_fraction=0.25)
+    capped, stopped = (_run(Bench("b", "spatial2d", (variant("mlp", **base, **cfg),), params=TINY, seeds=(0,),
+                                  protocol="tune"))[0]
+                       for cfg in (dict(epochs=3, patience=50, lr=1e-3), dict(epochs=200, patience=1, lr=1.0)))
+    assert capped["protocol"] == "tune" and [r["split"] for r in capped["rows"]] == ["validation"]
+    hist = capped["stats"]["history"]
+    assert hist["epochs_run"] == 3 and len(hist["val"]) == 3 and 0 <= hist["best_val_epoch"] < 3
+    # lr 1.0 diverges at once: patience 1 stops it long before its cap of 200
+    assert stopped["stats"]["history"]["epochs_run"] < 200
+
+
 def test_continual_tasks_are_tuned_on_their_first_stage_only():
     task = hn.tasks.make("functions1d_continual", seed=0, length=8, n_train=20, n_test=4)
     train, val = validation_split(task, 0.25)

@@ -202,7 +202,8 @@ def _higher_is_better() -> set[str]:
 def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
     """One validation point: fit on ``task.train`` minus a part carved from it with the fixed
     ``hebbnets.tasks.VALIDATION_SEED`` (option ``val_fraction``, default 0.2), score that
-    part with the task metric. Test splits are never touched."""
+    part with the task metric. Test splits are never touched. Records the ``history`` statistic
+    as ``fit`` does, so a search point that ended at its epoch cap is on record too."""
     from ..tasks import validation_split
 
     unknown = sorted(set(ctx.options) - {"val_fraction"})
@@ -211,6 +212,7 @@ def tune_protocol(ctx: FitContext) -> list[dict[str, Any]]:
     train, val = validation_split(ctx.task, ctx.options.get("val_fraction", 0.2))
     ctx.fit(train)
     value = float(get_metric(ctx.task.metric)(ctx.model.predict(val.x, val.x_mask), val))
+    ctx.record_statistics(("history",))
     return [{"split": "validation", "metric": ctx.task.metric, "value": value}]
 
 
