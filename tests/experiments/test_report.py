@@ -67,6 +67,38 @@ def test_capped_fits_counts_the_fits_the_epoch_cap_ended_not_the_patience_rule()
     assert total == 3 and capped == {"vn": (2, [60])}
 
 
+def test_the_configs_table_marks_validation_points_that_ended_at_their_epoch_cap(tmp_path):
+    """A point's epochs (from its tune record's history) against the cap it ran under: capped
+    points are marked and counted per model, the chosen one named; points recorded before the
+    tune protocol kept epochs show ``?`` and are counted apart; without any counts, no column."""
+    import json
+
+    from hebbnets.experiments import TuningTable
+
+    def point(lr, value, run=None, cap=None):
+        p = {"config": {"lr": lr, "epochs": 200}, "value": value, "point": {"lr": lr}}
+        return {**p, **({"epochs_run": run} if run is not None else {}), **({"epochs_cap": cap} if cap else {})}
+    doc = {"task": "toy_atoms", "metric": "mse", "models": {
+        "mlp": {"config": {"lr": 0.1, "epochs": 200}, "value": 0.5, "search": "grid",
+                "points": [point(0.1, 0.5, 200, 200), point(0.2, 0.7, 37, 200), point(0.3, 0.9)]},
+        "vn": {"config": {"lr": 0.1, "epochs": 200}, "value": 0.4, "search": "grid",
+               "points": [point(0.1, 0.4, 60, 200), point(0.2, 0.6, 200, 200)]}}}
+    (tmp_path / "toy_atoms.json").write_text(json.dumps(doc))
+    ctx = ReportContext(SPEC, "quick", [], out=tmp_path, configs_dir=tmp_path)
+    text = "\n".join(TuningTable("b").render(ctx))
+    assert "| epochs |" in text
+    assert "| mlp | `lr=0.1` | 0.5 | 200 (cap) |" in text and "| mlp | `lr=0.2` | 0.7 | 37 |" in text
+    assert "| mlp | `lr=0.3` | 0.9 | ? |" in text and "| vn | `lr=0.1` | 0.4 | 60 |" in text
+    assert ("Validation points that ended at their epoch cap, not by patience: `mlp` 1 of 2 (the chosen point "
+            "among them); `vn` 1 of 2. 1 point(s) were recorded without an epoch count (`?`).") in text
+    for m in doc["models"].values():  # recorded before tune kept epochs: the table as before
+        for p in m["points"]:
+            p.pop("epochs_run", None), p.pop("epochs_cap", None)
+    (tmp_path / "toy_atoms.json").write_text(json.dumps(doc))
+    text = "\n".join(TuningTable("b").render(ctx))
+    assert "epochs" not in text.split("| model | point |")[1].splitlines()[0] and "epoch cap" not in text
+
+
 def test_unrun_line_names_the_labels_and_seeds_without_records_or_the_whole_bench():
     # a summary counts as every seed; vn lacks seed 2, mlp seeds 1 and 2
     assert unrun_line(ReportContext(SPEC, "quick", ENTRIES, out="."), "b") == "- `b`: not run: `vn` seed 2, `mlp` seeds 1, 2."

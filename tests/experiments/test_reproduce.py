@@ -19,6 +19,8 @@ def test_toy_spec_end_to_end_at_smoke_scale(tmp_path, capsys):
     tuned = json.loads((tmp_path / "configs" / "smoke" / "toy_atoms.json").read_text())
     assert set(tuned["models"]) == {"vn", "mlp"}
     assert all(len(m["points"]) == 6 for m in tuned["models"].values())
+    # every point carries the epochs it ran and the cap it ran under (smoke: 1), so the configs table marks it
+    assert all(p["epochs_run"] == p["epochs_cap"] == 1 for m in tuned["models"].values() for p in m["points"])
     entries = RecordStore(tmp_path / "records" / "toy.jsonl").entries()
     fits = [e for e in entries if e["protocol"] == "fit"]
     assert len(fits) == 2 and len(entries) == 2 + 12  # two fits (1 seed), 12 tuning points
@@ -29,6 +31,7 @@ def test_toy_spec_end_to_end_at_smoke_scale(tmp_path, capsys):
         assert {"rows", "stats", "slots", "dirty", "version"} <= set(e)
     text = path.read_text()
     assert "| vn |" in text and "| mlp |" in text and "toy_smoke_id_vs_ood.png" in text
+    assert "ended at their epoch cap, not by patience: `vn` 6 of 6 (the chosen point among them)" in text
     assert (tmp_path / "reports" / "toy_smoke_id_vs_ood.png").exists()
     path.unlink()
     assert report("toy", scale="smoke", out=tmp_path, figures=False)[0].read_text() == text

@@ -130,6 +130,11 @@ def tune_bench(spec: Spec, bench: Bench, scale: str, store: RecordStore, out: Pa
             point = {"config": jsonable(cfg), "value": _value(entry),
                      "num_parameters": entry["stats"].get("num_parameters"),
                      "fit_seconds": entry["stats"].get("fit_seconds"), "key": entry["key"]}
+            history = entry["stats"].get("history") or {}
+            if "epochs_run" in history:  # so a point its epoch cap ended is on the configs page (absent
+                point["epochs_run"] = history["epochs_run"]  # from points recorded before tune kept it)
+                if entry["config"].get("epochs") is not None:  # the cap it ran under (a scale may override)
+                    point["epochs_cap"] = entry["config"]["epochs"]
             s = st["search"]
             if isinstance(s, Moves):
                 accepted = st["best"] is None or better(point["value"], st["best"]["value"])

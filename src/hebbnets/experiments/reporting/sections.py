@@ -560,8 +560,11 @@ class TuningTable(Section):
         if rows:
             rounds = any("round" in p for _, p in rows)
             kept_col = any("accepted" in p for _, p in rows)
-            lines += ["| model |" + (" round |" if rounds else "") + " point | validation |" + (" kept |" if kept_col else ""),
-                      "|---|" + ("---|" if rounds else "") + "---|---|" + ("---|" if kept_col else "")]
+            epochs_col = any("epochs_run" in p for _, p in rows)
+            lines += ["| model |" + (" round |" if rounds else "") + " point | validation |" + (" kept |" if kept_col else "")
+                      + (" epochs |" if epochs_col else ""),
+                      "|---|" + ("---|" if rounds else "") + "---|---|" + ("---|" if kept_col else "")
+                      + ("---|" if epochs_col else "")]
             for m, d in models.items():
                 varying = _varying(d.get("points", []))
                 for p in d.get("points", []):
@@ -573,10 +576,45 @@ class TuningTable(Section):
                     else:
                         point = _point_text(p["config"], varying)
                     kept = {True: " yes |", False: " no |"}.get(p.get("accepted"), " |") if kept_col else ""
+                    epochs = f" {_epochs_text(p)} |" if epochs_col else ""
                     lines.append(f"| {m} |" + (f" {p.get('round', '')} |" if rounds else "")
-                                 + f" `{point}` | {fmt(p['value'], 4)} |" + kept)
+                                 + f" `{point}` | {fmt(p['value'], 4)} |" + kept + epochs)
             lines.append("")
+            if epochs_col:
+                lines += [_capped_points_line(models), ""]
         return lines
+
+
+def _point_at_cap(point: dict[str, Any]) -> bool | None:
+    """Whether a validation point's training ended at its epoch cap (not the patience rule); None
+    when the point carries no epoch count (recorded before the tune protocol kept it) or no cap."""
+    cap = point.get("epochs_cap")
+    if "epochs_run" not in point or not isinstance(cap, (int, float)) or isinstance(cap, bool):
+        return None
+    return point["epochs_run"] >= cap
+
+
+def _epochs_text(point: dict[str, Any]) -> str:
+    """``"37"``, ``"200 (cap)"``, or ``"?"`` for a point recorded without its epoch count."""
+    if "epochs_run" not in point:
+        return "?"
+    return f"{point['epochs_run']}" + (" (cap)" if _point_at_cap(point) else "")
+
+
+def _capped_points_line(models: dict[str, Any]) -> str:
+    """One line under the points table: per model, how many of its points with an epoch count
+    ended at their cap, so a search whose best point was still improving is visible."""
+    parts, unknown = [], 0
+    for m, d in models.items():
+        known = [p for p in d.get("points", []) if _point_at_cap(p) is not None]
+        unknown += len(d.get("points", [])) - len(known)
+        hit = sum(bool(_point_at_cap(p)) for p in known)
+        if hit:
+            chosen = any(_point_at_cap(p) and p.get("value") == d.get("value") for p in known)  # the best value
+            parts.append(f"`{m}` {hit} of {len(known)}" + (" (the chosen point among them)" if chosen else ""))
+    head = ("Validation points that ended at their epoch cap, not by patience: "
+            + ("; ".join(parts) if parts else "none") + ".")
+    return head + (f" {unknown} point(s) were recorded without an epoch count (`?`)." if unknown else "")
 
 
 def _varying(points: list[dict[str, Any]]) -> list[str]:
