@@ -150,6 +150,37 @@ def test_figures_are_drawn_from_records_or_say_there_is_nothing(tmp_path):
         Figure("nope", "x", "y")
 
 
+def test_fits_from_an_earlier_configuration_or_task_size_are_named_in_the_provenance(tmp_path):
+    """A fit a run would not reuse (the configuration chosen now or a scalar task parameter differs)
+    stays in the tables until rerun, so the report names it; lists are not compared (a task may
+    normalise them), validation points are not fits, and a report of current fits has no such line."""
+    from hebbnets.experiments import stale_fits
+
+    bench = Bench("b", "toy_atoms", ("vn", "mlp"), params={"n_train": 100, "ood_pairs": ["a+b"]})
+    spec = Spec("s", "t", benches=(bench,), sections=(ResultsTable("b"),))
+    base = ReportContext(spec, "quick", [], out=".")
+    vn, mlp = base.chosen_config("b", "vn"), base.chosen_config("b", "mlp")
+    assert vn and mlp, "toy_atoms has chosen configurations to compare against"
+
+    def fit(label, seed, config, n_train=100, pairs=("b+a",), stage=None):
+        e = _fit(label, seed, 1.0, 2.0)
+        slot = {**e["slots"][0], **({"stage": stage} if stage else {})}
+        return {**e, "key": f"{label}{seed}{stage}", "config": dict(config), "slots": [slot],
+                "task_params": {"n_train": n_train, "ood_pairs": list(pairs)}}
+    current = [fit("vn", 0, vn), fit("mlp", 0, mlp), fit("vn", 9, {**vn, "lam": 7.0}, stage="tune")]
+    assert stale_fits(ReportContext(spec, "quick", current, out=".")) == {}
+    store = RecordStore(tmp_path / "records" / "s.jsonl")
+    store.put_many(current)
+    assert "earlier setting" not in build_report(spec, store, tmp_path / "r").read_text()
+    stale = current + [fit("vn", 1, vn, n_train=50), fit("vn", 2, {**vn, "lam": 7.0}, n_train=50),
+                       fit("mlp", 1, {**mlp, "lr": 9.0})]
+    assert stale_fits(ReportContext(spec, "quick", stale, out=".")) == {
+        ("b", "vn"): ([1, 2], ["n_train", "lam"]), ("b", "mlp"): ([1], ["lr"])}
+    store.put_many(stale)
+    text = build_report(spec, store, tmp_path / "s").read_text()
+    assert ("`b/vn` seeds 1, 2 (differs in `n_train`, `lam`); `b/mlp` seed 1 (differs in `lr`).") in text
+
+
 def test_images_round_trip_to_8_bits():
     imgs = torch.randn(5, 7, 3)
     back = decode_images(encode_images(imgs))

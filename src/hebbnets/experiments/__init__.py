@@ -14,7 +14,7 @@ from ._protocols import (DEFAULT_STATISTICS, FitContext, FitHook, decode_images,
                          protocol_names, register_protocol, register_statistic, statistic_names)
 from .reporting import (Cell, Claim, Custom, Figure, ReportContext, ResultsTable, Section, Text, TuningTable, build_report,
                       capped_fits, figure_kinds, fmt, fmt_pct, ood_id_ratio, ratio_to_best, register_figure,
-                      unrun_line)
+                      stale_fits, unrun_line)
 from ..measures.speed import loglog_slope
 from ._reproduce import STAGES, parse_stages, report, reproduce, store_for, tune_bench
 from ._run import Job, execute, flat_records, plan_bench, plan_measure, plan_spec, run_job
@@ -32,6 +32,6 @@ __all__ = [
     "figure_kinds", "fit_key", "flat_records", "fmt", "fmt_pct", "get_protocol", "get_spec", "jsonable", "loglog_slope",
     "measure_key", "ood_id_ratio", "parse_stages", "plan_bench", "plan_measure", "plan_spec", "protocol_names",
     "provenance", "ratio_to_best", "register_figure", "register_protocol", "register_spec", "register_statistic",
-    "report", "reproduce", "run_job", "spec_names", "statistic_names", "store_for", "tune_bench", "unrun_line",
+    "report", "reproduce", "run_job", "spec_names", "stale_fits", "statistic_names", "store_for", "tune_bench", "unrun_line",
     "variant",
 ]

@@ -6,10 +6,11 @@
 """
 from .sections import (VERDICT_WORDS, Cell, Claim, Custom, Figure, Notes, Point, ReportContext, ResultsTable, Section,
                        Text, TuningTable, Verdict, Verdicts, as_verdict, build_report, capped_fits, figure_kinds, fmt,
-                       fmt_pct, ood_id_ratio, ratio_to_best, register_figure, report_pages, table_cell, unrun_line, write_page)
+                       fmt_pct, ood_id_ratio, ratio_to_best, register_figure, report_pages, stale_fits, table_cell,
+                       unrun_line, write_page)
 from . import figures  # noqa: F401,E402  (registers the figure kinds)
 
 __all__ = ["VERDICT_WORDS", "Cell", "Claim", "Custom", "Figure", "Notes", "Point", "ReportContext", "ResultsTable",
            "Section", "Text", "TuningTable", "Verdict", "Verdicts", "as_verdict", "build_report", "capped_fits",
-           "figure_kinds", "fmt", "fmt_pct", "ood_id_ratio", "ratio_to_best", "register_figure", "report_pages", "table_cell", "write_page",
-           "unrun_line"]
+           "figure_kinds", "fmt", "fmt_pct", "ood_id_ratio", "ratio_to_best", "register_figure", "report_pages", "stale_fits",
+           "table_cell", "write_page", "unrun_line"]

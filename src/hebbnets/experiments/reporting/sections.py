@@ -263,6 +263,35 @@ def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[in
     return total, capped
 
 
+def stale_fits(ctx: ReportContext) -> dict[tuple[str, str], tuple[list[int], list[str]]]:
+    """Fits this report reads that a run would not reuse: made at another configuration (the chosen
+    one with the variant's and the scale's overrides) or another task size than the spec asks for
+    now. ``{(bench, label): (seeds, differing keys)}`` in record order. Task parameters are compared
+    where the spec sets a scalar (e.g. ``n_train``); lists are left out because a task may
+    normalise them (``"sin+gauss"`` is stored as ``"gauss+sin"``). Such fits stay in the tables
+    until they are rerun, so the provenance section names them."""
+    out: dict[tuple[str, str], tuple[list[int], list[str]]] = {}
+    for e in ctx.entries:
+        if e.get("kind") != "fit":
+            continue
+        for slot in e.get("slots", []):
+            if slot.get("spec") != ctx.spec.name or slot.get("scale") != ctx.scale or slot.get("stage") == "tune":
+                continue
+            try:
+                params = ctx.spec.bench(slot["bench"]).at(ctx.scale).params
+            except ValueError:  # a bench the spec no longer has: no table reads it
+                continue
+            want = _chosen_or_empty(ctx, slot)
+            keys = [k for k, v in want.items() if e.get("config", {}).get(k) != v]
+            have = e.get("task_params") or {}
+            keys += [k for k, v in params.items() if isinstance(v, (int, float, str, bool)) and k in have and have[k] != v]
+            if keys:
+                seeds, diff = out.setdefault((slot["bench"], slot["label"]), ([], []))
+                seeds.append(slot.get("seed"))
+                diff += [k for k in keys if k not in diff]
+    return out
+
+
 def grid_edges(ctx: ReportContext, bench: str) -> list[str]:
     """Grid searches of ``bench`` that chose the smallest or largest value of a numeric axis with at
     least 3 values (from the configs file's chosen configuration): ``["`dict_learning` alpha
@@ -786,6 +815,14 @@ def _provenance(spec: Spec, ctx: ReportContext, scale_arg: str) -> list[str]:
               + (f"; code commits {', '.join(commits)}" if commits else "")
               + (f"; {dirty} computed from a tree with uncommitted changes ({_dirty_text(ctx, fits)})" if dirty else "")
               + ".", ""]
+    stale = stale_fits(ctx)
+    if stale:
+        lines += ["**Records from an earlier setting:** these fits were made at another configuration or task size than "
+                  "the spec and the configs file ask for now, so `hebbnets reproduce` would run them again; every number "
+                  "of theirs above comes from that earlier setting: "
+                  + "; ".join(f"`{b}/{lab}` seed{'s' if len(seeds) > 1 else ''} {', '.join(str(x) for x in sorted(seeds))} "
+                              f"(differs in {', '.join(f'`{k}`' for k in keys)})"
+                              for (b, lab), (seeds, keys) in stale.items()) + ".", ""]
     timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]
     known = [t for t in timed if t is not None]
     if known:
