@@ -363,6 +363,21 @@ def test_the_speed_measures_loop_switch_sets_every_solver_and_restores_it():
     assert all(cls.fused == "auto" for cls in owners)
 
 
+def test_the_warm_start_measure_runs_every_fit_at_the_tolerance_it_is_given():
+    """``vn_warm_start(tol=...)``: every run's FISTA tolerance replaced (the row records it and the
+    chosen one); a tighter tolerance costs the cold fit more iterations; bad values fail before a fit."""
+    from hebbnets.measures.speed import vn_warm_start
+
+    params = {"n_train": 24, "n_test": 6}
+    [loose] = vn_warm_start("toy_atoms", params)
+    [tight] = vn_warm_start("toy_atoms", params, tol=1e-5)
+    assert "tol" not in loose and tight["tol"] == 1e-5 and tight["chosen_tol"] == 1e-3  # toy_atoms' chosen vn
+    assert tight["cold_iterations"] > loose["cold_iterations"]
+    for bad in (0, 1.5, True, "1e-4"):
+        with pytest.raises(ValueError, match="^tol: "):
+            vn_warm_start("toy_atoms", params, tol=bad)
+
+
 def test_active_estimate_routes_sparse_solves_from_zeros_to_the_working_set(monkeypatch):
     """Every inference records each layer's largest active count; the next solve from zeros of a
     layer whose codes were sparse (at most K / 8 atoms) runs the working-set solver, to the same

@@ -494,7 +494,7 @@ def _fista_loop(fused: bool | str) -> Iterator[None]:
 
 @register_measurement("vn_warm_start")
 def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None, model: str = "vn",
-                  seed: int = 0, threads: int = 1, fast: bool = False) -> list[dict[str, Any]]:
+                  seed: int = 0, threads: int = 1, fast: bool = False, tol: float | None = None) -> list[dict[str, Any]]:
     """A ``model`` fit at ``task``'s chosen configuration, cold (every FISTA solve from zeros) and
     with ``warm_start`` (each training sample from its previous epoch's codes), in one run: wall
     seconds, FISTA iterations of the training inferences, epochs run, the best validation error
@@ -504,7 +504,11 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
     eager FISTA loop from zeros (``fused=False``), ``fused`` the default loop choice
     (``fused="auto"``) from zeros, ``warm`` the default loop with warm starts (which also lets
     ``masked_lasso`` pick the working-set solver); ratios cold / warm and cold / fused. Without it
-    both runs use the eager loop (the measure as first recorded)."""
+    both runs use the eager loop (the measure as first recorded).
+
+    ``tol``: every run's FISTA tolerance instead of the chosen configuration's (the row records
+    both, ``tol`` and ``chosen_tol``): at a tolerance where both starts solve the LASSO, a gap in
+    validation error between them is the warm start's, not where a loose tolerance stops each start."""
     from .. import models, tasks
 
     prev = torch.get_num_threads()
@@ -515,8 +519,13 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
         inst = tasks.make(task, seed=seed, **(params or {}))
         row: dict[str, Any] = {"task": task, "model": model, "seed": seed, "threads": threads,
                                "n_train": len(inst.train)}
+        if tol is not None:  # rows of the measure without it keep their first recorded form
+            if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
+                raise ValueError(f"tol: expected a FISTA tolerance in (0, 1) or None, got {tol!r}")
+            row["tol"], row["chosen_tol"] = float(tol), models.make(model, seed=seed, task=inst).config.tol
         for name, warm, loop in runs:
-            m = models.make(model, seed=seed, task=inst, warm_start=warm, progress=False)
+            m = models.make(model, seed=seed, task=inst, warm_start=warm, progress=False,
+                            **({} if tol is None else {"tol": float(tol)}))
             t0 = time.perf_counter()
             with _fista_loop(loop):
                 m.fit(inst.train)

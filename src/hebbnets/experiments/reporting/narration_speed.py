@@ -173,8 +173,11 @@ def _warm_start_lines(ctx: ReportContext, name: str) -> list[str]:
     r = e["rows"][0]
     fast = bool(e["params"].get("fast"))
     tests = sorted(k.removeprefix("cold_test_") for k in r if k.startswith("cold_test_"))
+    tol = (f" except FISTA's tolerance, {r['tol']:g} in every run instead of its {r['chosen_tol']:g} (at a tolerance where "
+           "both starts solve the LASSO, a gap in validation error between them is the warm start's, not where a loose "
+           "tolerance stops each start)" if "tol" in r else "")
     lines = [f"`{r['model']}` on `{r['task']}` ({r['n_train']:,} training samples, seed {r['seed']}, its chosen "
-             f"configuration, {r['threads']} thread; {_machine(e)}), fitted "
+             f"configuration{tol}, {r['threads']} thread; {_machine(e)}), fitted "
              + ("with the eager FISTA loop from zeros (the models' path before), with the default loop choice "
                 "(`fused=\"auto\"`: the compiled fused loop where it pays) from zeros, and with that loop and "
                 "`warm_start=True`" if fast else "cold and with `warm_start=True`")
