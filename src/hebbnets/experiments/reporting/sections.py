@@ -281,8 +281,7 @@ def stale_fits(ctx: ReportContext) -> dict[tuple[str, str], tuple[list[int], lis
                 params = ctx.spec.bench(slot["bench"]).at(ctx.scale).params
             except ValueError:  # a bench the spec no longer has: no table reads it
                 continue
-            want = _chosen_or_empty(ctx, slot)
-            keys = [k for k, v in want.items() if e.get("config", {}).get(k) != v]
+            keys = _config_differences(ctx, e, slot)
             have = e.get("task_params") or {}
             keys += [k for k, v in params.items() if isinstance(v, (int, float, str, bool)) and k in have and have[k] != v]
             if keys:
@@ -768,12 +767,18 @@ def _dirty_text(ctx: ReportContext, entries: list[dict[str, Any]]) -> str:
     counts = ", ".join(f"{c}: {sum(1 for e in dirty if str(e.get('commit'))[:7] == c)}" for c in commits)
     fits = [(e, slot) for e in dirty for slot in [s for s in e["slots"] if s.get("spec") == ctx.spec.name][:1]
             if e["kind"] == "fit" and slot.get("stage") != "tune"]
-    same = sum(1 for e, slot in fits
-               if all(e.get("config", {}).get(k) == v for k, v in _chosen_or_empty(ctx, slot).items()))
+    same = sum(1 for e, slot in fits if not _config_differences(ctx, e, slot))
     if not fits:
         return counts
     which = "all" if same == len(fits) else f"{same} of {len(fits)} fits"
     return f"{counts}; {which} at the configurations chosen now, so they measure the current choice"
+
+
+def _config_differences(ctx: ReportContext, entry: dict[str, Any], slot: dict[str, Any]) -> list[str]:
+    """The keys where a fit record's configuration differs from the one a run of ``slot`` would use
+    now (``_chosen_or_empty``), in that configuration's order; ``[]`` when it would be reused."""
+    have = entry.get("config", {})
+    return [k for k, v in _chosen_or_empty(ctx, slot).items() if have.get(k) != v]
 
 
 def _chosen_or_empty(ctx: ReportContext, slot: dict[str, Any]) -> dict[str, Any]:
