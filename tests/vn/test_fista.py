@@ -272,7 +272,7 @@ def test_factor_form_lipschitz_bound_is_guaranteed():
     S, x = _problem(seed=9)
     mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(2)) > 0.5).double()
     terms = [LassoTerm(0.5, S, x, mask)]
-    hessian, bound = _factor_operator(terms)
+    hessian, bound, _ = _factor_operator(terms)
     G = terms[0].gram()  # (B, K, K)
     true = torch.linalg.eigvalsh(G)[:, -1]
     assert bool((true <= bound * (1 + 1e-12)).all())
@@ -532,3 +532,99 @@ def test_masked_lasso_auto_runs_the_fused_loop_to_the_eager_loops_objective():
         warm = masked_lasso(terms, 0.2, g0=auto.codes, max_iter=2000, tol=1e-9)  # sparse warm start: working set
     assert warm.form == "working_set" or int((auto.codes != 0).sum(1).max()) * 8 > K
     torch.testing.assert_close(warm.objective, eager.objective, rtol=1e-8, atol=1e-9)
+
+
+# -- rows that retire at their own convergence (hessian_rows / retire_rows) -------------------------
+def test_retired_rows_run_exactly_the_iterations_of_a_solve_of_that_sample_alone():
+    """The slow reference: each sample solved alone. A retired row stops at the first test its own
+    residual passes, so its iteration count and code are those of the one-sample solve (float64,
+    a tolerance far above rounding: the trajectories cannot part), and the batch costs fewer
+    row-iterations than iterating every row until the slowest converges."""
+    S, x = _problem(n=16, k=32, b=24, seed=11)
+    G, b, lam = S.T @ S, x @ S, 0.05
+    lip = largest_eigenvalue(G)
+    kw = dict(max_iter=3000, tol=1e-5)
+    res = fista_gram(G, b, lam, lip, retire_rows=True, **kw)
+    assert res.converged and res.row_iterations.dtype == torch.long and res.row_iterations.shape == (24,)
+    assert int(res.row_iterations.max()) == res.iterations
+    for i in range(24):
+        alone = fista_gram(G, b[i:i + 1], lam, lip, **kw)
+        assert alone.iterations == int(res.row_iterations[i])
+        torch.testing.assert_close(res.codes[i:i + 1], alone.codes, rtol=0, atol=1e-10)
+        torch.testing.assert_close(res.objective[i:i + 1], alone.objective, rtol=1e-12, atol=0)
+    whole = fista_gram(G, b, lam, lip, **kw)
+    assert whole.row_iterations is None and whole.iterations >= res.iterations
+    assert int(res.row_iterations.sum()) < 24 * whole.iterations
+    assert len(set(res.row_iterations.tolist())) > 1  # the rows did retire at different iterations
+
+
+@pytest.mark.parametrize("monotone", [True, False])
+def test_retiring_rows_solves_the_same_problem_with_per_sample_operators(monotone):
+    """Per-sample Gram matrices and per-sample Lipschitz constants (the rows' operators and steps
+    shrink with the batch): at a tight tolerance the objective and the KKT residual match the
+    whole-batch solve; the returned objective is the codes' own."""
+    S, x = _problem(n=16, k=20, b=10, seed=12)
+    gen = torch.Generator().manual_seed(13)
+    mask = (torch.rand(x.shape, generator=gen) > 0.3).double()
+    G = torch.einsum("nk,bn,nj->bkj", S, mask, S)  # (B, K, K)
+    b = (x * mask) @ S
+    kw = dict(max_iter=20000, tol=1e-10, monotone=monotone)
+    whole = fista_gram(G, b, 0.05, **kw)
+    res = fista_gram(G, b, 0.05, retire_rows=True, **kw)
+    assert res.converged
+    torch.testing.assert_close(res.objective, whole.objective, rtol=1e-9, atol=0)
+    assert float(lasso_optimality_residual(G, b, res.codes, 0.05).max()) < 1e-6
+    own = 0.5 * (res.codes * torch.bmm(G, res.codes.unsqueeze(-1)).squeeze(-1)).sum(-1) - (b * res.codes).sum(-1) \
+        + 0.05 * res.codes.abs().sum(-1)
+    torch.testing.assert_close(res.objective, own, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("form", ["gram", "per_sample", "factor", "working_set"])
+def test_masked_lasso_retiring_rows_reaches_the_whole_batch_objective_in_every_form(form):
+    S, x = _problem(n=20, k=30, b=12, seed=14)
+    gen = torch.Generator().manual_seed(15)
+    mask = None if form == "working_set" else (torch.rand(x.shape, generator=gen) > 0.3).double()
+    terms = [LassoTerm(1.0, S, x, mask)]
+    kw = dict(max_iter=20000, tol=1e-10, form=form, fused=False)
+    whole = masked_lasso(terms, 0.05, **kw)
+    res = masked_lasso(terms, 0.05, retire_rows=True, **kw)
+    assert res.form == form and res.converged and res.row_iterations.shape == (12,)
+    assert int(res.row_iterations.min()) >= 1
+    torch.testing.assert_close(res.objective, whole.objective, rtol=1e-8, atol=0)
+    G = terms[0].gram()
+    bound = 1e-2 * 0.05 if form == "working_set" else 1e-5  # outside its set, the working set stops at kkt_tol
+    assert float(lasso_optimality_residual(G, terms[0].linear(), res.codes, 0.05).max()) < bound
+
+
+def test_retiring_rows_at_the_iteration_budget_and_with_top_k_and_a_warm_start():
+    S, x = _problem(n=16, k=32, b=8, seed=16)
+    G, b = S.T @ S, x @ S
+    short = fista_gram(G, b, 0.05, max_iter=7, tol=1e-12, retire_rows=True)
+    assert not short.converged and short.iterations == 7 and bool((short.row_iterations == 7).all())
+    torch.testing.assert_close(short.codes, fista_gram(G, b, 0.05, max_iter=7, tol=1e-12).codes, rtol=0, atol=1e-12)
+    g0 = fista_gram(G, b, 0.05, max_iter=50).codes
+    top = fista_gram(G, b, 0.05, g0=g0, topk=2, max_iter=500, tol=1e-6, retire_rows=True)
+    assert int((top.codes != 0).sum(1).max()) <= 2
+    assert bool((top.objective <= fista_gram(G, b, 0.05, g0=g0, topk=2, max_iter=0).objective + 1e-12).all())
+
+
+def test_retiring_rows_in_the_fused_loop_matches_the_eager_loop():
+    from hebbnets.vn.fista import fused_available
+
+    if not fused_available("cpu"):
+        pytest.skip("the fused kernels do not compile here")
+    S, x = _problem(n=16, k=32, b=24, seed=11)
+    G, b = S.T @ S, x @ S
+    kw = dict(max_iter=3000, tol=1e-5, retire_rows=True)
+    eager, fused = fista_gram(G, b, 0.05, **kw), fista_gram(G, b, 0.05, fused=True, **kw)
+    assert fused.fused and fused.converged
+    assert int((fused.row_iterations - eager.row_iterations).abs().max()) <= 3
+    torch.testing.assert_close(fused.objective, eager.objective, rtol=1e-8, atol=0)
+
+
+def test_hessian_rows_refuses_a_history_and_a_non_callable():
+    G, b = torch.eye(3), torch.ones(2, 3)
+    with pytest.raises(ValueError, match="^hessian_rows:"):
+        fista(lambda v: v @ G, b, 0.1, 1.0, hessian_rows=lambda rows: (lambda v: v @ G), record_history=True)
+    with pytest.raises(ValueError, match="^hessian_rows:"):
+        fista(lambda v: v @ G, b, 0.1, 1.0, hessian_rows=G)

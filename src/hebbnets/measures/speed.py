@@ -599,15 +599,30 @@ ANCHOR_TOLS = (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-8)
 FISTA_ITERS = (25, 50, 100, 200, 400, 800)
 
 
+#: iteration budget of the tolerance-stopped MFISTA runs (rows that never reach the tolerance stop here)
+RETIRE_MAX_ITER = 2000
+
+
 def _hebbnets_solvers(S: torch.Tensor, x: torch.Tensor, lam: float) -> dict[str, Callable[[float], np.ndarray]]:
     """hebbnets' batched solvers on ``B`` problems sharing ``S (n, K)``: ``setting -> codes (B, K)``
     (MFISTA ``fista_gram`` at a fixed iteration count; ``fista_working_set`` at an inner tolerance,
-    its KKT tolerance scaled with it). Every call forms its own products (Gram, correlations)."""
-    from ..vn.fista import fista_working_set
+    its KKT tolerance scaled with it; each ``_retire`` variant at a tolerance with every sample
+    stopping at its own convergence, ``retire_rows``, MFISTA within ``RETIRE_MAX_ITER``
+    iterations). Every call forms its own products (Gram, correlations, Lipschitz constant)."""
+    from ..vn.fista import fista_gram, fista_working_set, largest_eigenvalue
+
+    def mfista_retire(tol: float) -> np.ndarray:
+        G = S.T @ S
+        return fista_gram(G, x @ S, lam, largest_eigenvalue(G), max_iter=RETIRE_MAX_ITER, tol=tol,
+                          retire_rows=True).codes.numpy()
 
     return {"hebbnets_fista": lambda it: _encode(S, x, lam, int(it), True).codes.numpy(),
+            "hebbnets_fista_retire": mfista_retire,
             "hebbnets_working_set": lambda tol: fista_working_set(S.T @ S, x @ S, lam, tol=tol,
-                                                                  kkt_tol=lam * tol * 100).codes.numpy()}
+                                                                  kkt_tol=lam * tol * 100).codes.numpy(),
+            "hebbnets_working_set_retire": lambda tol: fista_working_set(S.T @ S, x @ S, lam, tol=tol,
+                                                                         kkt_tol=lam * tol * 100,
+                                                                         retire_rows=True).codes.numpy()}
 
 
 def _anchor_solvers(S: torch.Tensor, x: torch.Tensor, lam: float) -> dict[str, Callable[[float], np.ndarray]]:

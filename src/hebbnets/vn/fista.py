@@ -107,6 +107,9 @@ class FistaResult:
         rounds: ``fista_working_set`` only: the samples solved in each round (each round ends
             with a ``(samples, K) x (K, K)`` GEMM for the full problem's gradient).
         fused: whether the fused loop ran (``fista``'s ``fused``).
+        row_iterations: ``(B,)`` iterations each row ran, where rows retire on their own
+            convergence (``fista``'s ``hessian_rows``); ``None`` otherwise (every row ran
+            ``iterations``).
     """
 
     codes: torch.Tensor
@@ -117,6 +120,7 @@ class FistaResult:
     form: str = ""
     rounds: tuple[int, ...] = ()
     fused: bool = False
+    row_iterations: torch.Tensor | None = None
 
 
 def _rowsum(t: torch.Tensor) -> torch.Tensor:
@@ -181,6 +185,35 @@ def kkt_violation(d: torch.Tensor, g: torch.Tensor, lam: float, nonneg: bool = F
         inactive_violation = (d.abs() - lam).clamp_min(0.0)
     viol = torch.where(active, (d + lam * torch.sign(g)).abs(), inactive_violation)
     return viol.reshape(viol.shape[0], -1).amax(dim=-1)
+
+
+class _Retirement:
+    """Per-row stopping for ``fista``'s loops: the rows still iterating (``live``, indices into the
+    batch), the operator restricted to them, and what each retired row left behind (its code,
+    product, objective and iteration count), written into full-batch buffers."""
+
+    def __init__(self, b: torch.Tensor, hessian_rows: Callable[[torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]):
+        B = b.shape[0]
+        self.hessian_rows = hessian_rows
+        self.live = torch.arange(B, device=b.device)
+        self.x, self.Gx, self.f = torch.empty_like(b), torch.empty_like(b), b.new_empty(B)
+        self.iterations = torch.zeros(B, dtype=torch.long, device=b.device)
+
+    def retire(self, leave: torch.Tensor, it: int, x: torch.Tensor, Gx: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
+        """Store the live rows where ``leave`` ``(R,)`` is true; return the mask of those that stay."""
+        rows = self.live[leave]
+        self.x[rows], self.Gx[rows], self.f[rows] = x[leave], Gx[leave], f[leave]
+        self.iterations[rows] = it
+        keep = ~leave
+        self.live = self.live[keep]
+        return keep
+
+    def finish(self, it: int, x: torch.Tensor, Gx: torch.Tensor, f: torch.Tensor) -> bool:
+        """Retire every row still live after ``it`` iterations; return whether all had converged."""
+        converged = not len(self.live)
+        if not converged:
+            self.retire(torch.ones(len(self.live), dtype=torch.bool, device=x.device), it, x, Gx, f)
+        return converged
 
 
 #: iterations between two stopping tests on an accelerator (``fista``'s ``check_every`` default)
@@ -261,11 +294,13 @@ def resolve_fused(fused: bool | str, b: torch.Tensor, topk: int = 0, record_hist
             and fused_available(b.device))
 
 
-def _fista_fused(hessian, b, lam, step, thresh, x_prev, max_iter, tol, nonneg, monotone, check_every):
+def _fista_fused(hessian, b, lam, step, thresh, x_prev, max_iter, tol, nonneg, monotone, check_every,
+                 retiring: _Retirement | None = None):
     """``fista``'s loop on ``(B, K)`` rows (matrix codes flattened by the caller's hessian
-    wrapper) with the fused kernels; returns ``(x, f, iterations, converged)``."""
+    wrapper) with the fused kernels; returns ``(x, f, iterations, converged)``. With ``retiring``
+    (``step`` and ``thresh`` then ``(B, 1)``) a row leaves the batch at its own convergence."""
     k = _fused_kernels()
-    B = b.shape[0]
+    b_full = b
     lam_t = torch.tensor(lam, dtype=b.dtype, device=b.device)
     step_b = step * b
     Gx_prev = hessian(x_prev)
@@ -283,9 +318,22 @@ def _fista_fused(hessian, b, lam, step, thresh, x_prev, max_iter, tol, nonneg, m
         c.fill_((t - 1.0) / t_next)
         y, Gy, residual = k["momentum"](p, Gp, y, x, Gx, x_prev, Gx_prev, a, c)
         x_prev, Gx_prev, f_prev, t = x, Gx, f, t_next
-        if (it % check_every == 0 or it == max_iter) and bool((residual < tol).all()):
-            converged = True
-            break
+        if it % check_every == 0 or it == max_iter:
+            done = residual < tol
+            if retiring is None:
+                if bool(done.all()):
+                    converged = True
+                    break
+            elif bool(done.any()):
+                keep = retiring.retire(done, it, x_prev, Gx_prev, f_prev)
+                if not len(retiring.live):
+                    break
+                y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = (
+                    v[keep] for v in (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b))
+                hessian = retiring.hessian_rows(retiring.live)
+    if retiring is not None:
+        converged = retiring.finish(it, x_prev, Gx_prev, f_prev)
+        x_prev, Gx_prev, f_prev, b = retiring.x, retiring.Gx, retiring.f, b_full
     if not monotone:
         f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
     return x_prev, f_prev, it, converged
@@ -305,6 +353,7 @@ def fista(
     monotone: bool = True,
     check_every: int | None = None,
     fused: bool | str = False,
+    hessian_rows: Callable[[torch.Tensor], Callable[[torch.Tensor], torch.Tensor]] | None = None,
 ) -> FistaResult:
     """Solve ``min_g 1/2 <g, H g> - <b, g> + lam ||g||_1`` for every sample at once, with ``H``
     given only as a linear operator (the one loop behind every VN inference).
@@ -339,6 +388,14 @@ def fista(
             over memory; the first call compiles (seconds). Not with ``topk`` or
             ``record_history``. ``"auto"``: where it applies and pays (``resolve_fused``; the
             VN models' default); the result's ``fused`` says which loop ran.
+        hessian_rows: ``rows -> (v -> H v)``: the operator of the samples ``rows`` (a ``(R,)``
+            index tensor) alone, acting on ``(R, ...)`` tensors. Given, each row *retires* at the
+            first stopping test its own residual passes, and the batch shrinks to the rows still
+            iterating (``hessian_rows`` is called each time it shrinks). Without it a batch
+            iterates until its slowest row converges. A retired row's code is exactly what a
+            solve of that sample alone would return (the momentum schedule is shared by every
+            row), so the result does not depend on the batch; ``row_iterations`` says how many
+            iterations each row ran. Not with ``record_history``.
 
     The monotone variant accepts a proximal point only if it does not increase the objective,
     so the objective is non-increasing by construction, while the momentum still uses the
@@ -357,6 +414,11 @@ def fista(
         raise ValueError("monotone: top-k is non-convex; only the monotone variant is safe with topk > 0")
     if fused is True and (topk or record_history):
         raise ValueError("fused: the fused loop has no top-k step and records no history; use fused=False")
+    if hessian_rows is not None and not callable(hessian_rows):
+        raise ValueError(f"hessian_rows: expected None or a callable rows -> operator, got {type(hessian_rows).__name__}")
+    if hessian_rows is not None and record_history:
+        raise ValueError("hessian_rows: retired rows leave the batch, so there is no per-iteration history; "
+                         "use record_history=False")
     use_fused = resolve_fused(fused, b, topk, record_history)  # refuses anything but True, False, "auto"
     if check_every is None:
         check_every = 1 if b.device.type == "cpu" else ACCELERATOR_CHECK_EVERY
@@ -367,18 +429,24 @@ def fista(
     lip_t = torch.as_tensor(lip, dtype=b.dtype, device=b.device)
     # 1% margin: the power-iteration estimate approaches the eigenvalue from below
     step = (1.0 / (1.01 * lip_t.clamp_min(torch.finfo(b.dtype).tiny))).reshape(bshape)  # (B or 1, 1...)
+    if hessian_rows is not None:  # one step per row, so a shrinking batch can take its rows' steps
+        step = step.expand((B,) + step.shape[1:])
     thresh = lam * step
     step_b = step * b  # hoisted out of the loop
 
     x_prev = torch.zeros_like(b) if g0 is None else g0.clone()
+    retiring = None if hessian_rows is None else _Retirement(b.reshape(B, -1) if use_fused else b, hessian_rows)
     if use_fused:
-        shape = b.shape  # the kernels work on (B, K) rows: matrix codes are flattened around them
-        flat = lambda v: v.reshape(B, -1)  # noqa: E731
-        x, f, it, converged = _fista_fused(lambda v: flat(hessian(v.reshape(shape))), flat(b), lam, step.reshape(-1, 1),
-                                           thresh.reshape(-1, 1), flat(x_prev), max_iter, tol, nonneg, monotone,
-                                           check_every)
-        return FistaResult(codes=x.reshape(shape), objective=f, iterations=it, converged=converged, history=None,
-                           fused=True)
+        tail = b.shape[1:]  # the kernels work on (R, K) rows: matrix codes are flattened around them
+        flat = lambda v: v.reshape(v.shape[0], -1)  # noqa: E731
+        wrap = lambda h: lambda v: flat(h(v.reshape((-1,) + tail)))  # noqa: E731
+        if retiring is not None:
+            retiring.hessian_rows = lambda rows: wrap(hessian_rows(rows))
+        x, f, it, converged = _fista_fused(wrap(hessian), flat(b), lam, step.reshape(-1, 1), thresh.reshape(-1, 1),
+                                           flat(x_prev), max_iter, tol, nonneg, monotone, check_every, retiring)
+        return FistaResult(codes=x.reshape(b.shape), objective=f, iterations=it, converged=converged, history=None,
+                           fused=True, row_iterations=None if retiring is None else retiring.iterations)
+    full_hessian, b_full = hessian, b
     Gx_prev = hessian(x_prev)
     f_prev = lasso_gram_objective(x_prev, Gx_prev, b, lam)
     y, Gy, t = x_prev, Gx_prev, 1.0
@@ -390,7 +458,7 @@ def fista(
             p = keep_topk_rows(p, topk)
         Gp = hessian(p)  # the iteration's only operator application
         if monotone:
-            f_p = lasso_gram_objective(p, Gp, b, lam)  # (B,)
+            f_p = lasso_gram_objective(p, Gp, b, lam)  # (R,)
             accept = (f_p <= f_prev).reshape(bshape)
             x = torch.where(accept, p, x_prev)
             Gx = torch.where(accept, Gp, Gx_prev)
@@ -400,16 +468,30 @@ def fista(
             f = lasso_gram_objective(p, Gp, b, lam) if history is not None else f_prev
         t_next = 0.5 * (1.0 + (1.0 + 4.0 * t * t) ** 0.5)
         a, c = t / t_next, (t - 1.0) / t_next
-        d = (p - y).reshape(B, -1)
-        residual = d.norm(dim=-1) / p.reshape(B, -1).norm(dim=-1).clamp_min(1e-12)  # (B,)
+        R = p.shape[0]  # the rows still iterating (B unless rows retire)
+        residual = (p - y).reshape(R, -1).norm(dim=-1) / p.reshape(R, -1).norm(dim=-1).clamp_min(1e-12)  # (R,)
         y = x + a * (p - x) + c * (x - x_prev)
         Gy = Gx + a * (Gp - Gx) + c * (Gx - Gx_prev)
         x_prev, Gx_prev, f_prev, t = x, Gx, f, t_next
         if history is not None:
             history.append(f)
-        if (it % check_every == 0 or it == max_iter) and bool((residual < tol).all()):
-            converged = True
-            break
+        if it % check_every == 0 or it == max_iter:
+            done = residual < tol
+            if retiring is None:
+                if bool(done.all()):
+                    converged = True
+                    break
+            elif bool(done.any()):
+                keep = retiring.retire(done, it, x_prev, Gx_prev, f_prev)
+                if not len(retiring.live):
+                    break
+                y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = (
+                    v[keep] for v in (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b))
+                hessian = hessian_rows(retiring.live)
+    if retiring is not None:
+        converged = retiring.finish(it, x_prev, Gx_prev, f_prev)
+        x_prev, Gx_prev, f_prev = retiring.x, retiring.Gx, retiring.f
+        hessian, b = full_hessian, b_full
     if topk and g0 is not None:  # the output may still be the warm start: enforce the constraint
         x_prev = keep_topk_rows(x_prev, topk)
         Gx_prev = hessian(x_prev)
@@ -421,6 +503,7 @@ def fista(
         iterations=it,
         converged=converged,
         history=torch.stack(history) if history is not None else None,
+        row_iterations=None if retiring is None else retiring.iterations,
     )
 
 
@@ -437,6 +520,7 @@ def fista_gram(
     record_history: bool = False,
     monotone: bool = True,
     fused: bool | str = False,
+    retire_rows: bool = False,
 ) -> FistaResult:
     """Solve ``min_g 1/2 g^T G g - b^T g + lam ||g||_1`` for every row of ``b`` at once.
 
@@ -450,6 +534,8 @@ def fista_gram(
         lip: Lipschitz constant of the smooth part (largest eigenvalue of G): scalar or ``(B,)``;
             computed by power iteration when ``None``.
         g0, max_iter, tol, nonneg, topk, record_history, monotone, fused: as in ``fista``.
+        retire_rows: each row stops at its own convergence and leaves the batch (``fista``'s
+            ``hessian_rows``; a shared ``G`` serves every subset of rows as it is).
     """
     if b.ndim != 2 or b.shape[0] == 0:
         raise ValueError(f"b: expected a non-empty (B, K) tensor, got shape {tuple(b.shape)}")
@@ -465,7 +551,16 @@ def fista_gram(
     if lip is None:
         lip = largest_eigenvalue(G)
     return fista(hessian, b, lam, lip, g0=g0, max_iter=max_iter, tol=tol, nonneg=nonneg, topk=topk,
-                 record_history=record_history, monotone=monotone, fused=fused)
+                 record_history=record_history, monotone=monotone, fused=fused,
+                 hessian_rows=_gram_rows(G) if retire_rows else None)
+
+
+def _gram_rows(G: torch.Tensor) -> Callable[[torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]:
+    """``rows -> (v -> H v)`` for a shared ``(K, K)`` or per-sample ``(B, K, K)`` Gram matrix."""
+    if G.ndim == 2:
+        shared = lambda v: v @ G  # noqa: E731
+        return lambda rows: shared
+    return lambda rows: (lambda v, Gr=G[rows]: torch.bmm(Gr, v.unsqueeze(-1)).squeeze(-1))
 
 
 # --- working sets: use the sparsity of the solution ---------------------------------------------
@@ -498,6 +593,7 @@ def fista_working_set(
     max_rounds: int = 20,
     nonneg: bool = False,
     fused: bool | str = False,
+    retire_rows: bool = False,
 ) -> FistaResult:
     """``fista_gram``'s problem ``min_g 1/2 g^T G g - b^T g + lam ||g||_1`` (shared ``G``),
     solved on a small working set of atoms per sample.
@@ -522,12 +618,15 @@ def fista_working_set(
         max_rounds: rounds before giving up (``converged`` is then False).
         nonneg: the ``g >= 0`` constraint.
         fused: the inner solves' loop (``fista``).
+        retire_rows: in each inner solve a sample stops at its own convergence and leaves the
+            batch (``fista``'s ``hessian_rows``) instead of iterating until the slowest converges.
 
     Each block's Lipschitz constant is its Gershgorin bound (``gershgorin_bound``): guaranteed,
     one pass, and close for the small, nearly diagonal blocks of a sparse solution.
 
     Returns:
-        ``FistaResult`` with ``iterations`` summed over rounds (of the inner solves),
+        ``FistaResult`` with ``iterations`` summed over rounds (of the inner solves; with
+        ``retire_rows`` also ``row_iterations``, each sample's summed over its rounds),
         ``converged`` (every sample met ``kkt_tol``), ``objective`` of the full problem and
         ``rounds`` (samples per round).
     """
@@ -549,6 +648,7 @@ def fista_working_set(
     d = g @ G - b if g0 is not None else -b  # (B, K) gradient of the smooth part
     todo = torch.arange(B, device=b.device)
     w, iterations, rounds, fused_any = min(size, K), 0, [], False
+    row_iterations = torch.zeros(B, dtype=torch.long, device=b.device)
     while len(todo) and len(rounds) < max_rounds:
         rounds.append(len(todo))
         gt, dt = g[todo], d[todo]
@@ -556,8 +656,11 @@ def fista_working_set(
         idx = _working_set(score, gt, w)  # (T, w)
         Gw = G[idx[:, :, None], idx[:, None, :]]  # (T, w, w)
         sub = fista(lambda v: torch.bmm(Gw, v.unsqueeze(-1)).squeeze(-1), b[todo].gather(1, idx), lam,
-                    gershgorin_bound(Gw), g0=gt.gather(1, idx), max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused)
+                    gershgorin_bound(Gw), g0=gt.gather(1, idx), max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused,
+                    hessian_rows=_gram_rows(Gw) if retire_rows else None)
         iterations += sub.iterations
+        if sub.row_iterations is not None:
+            row_iterations[todo] += sub.row_iterations
         fused_any = fused_any or sub.fused
         gt = torch.zeros_like(gt).scatter_(1, idx, sub.codes)
         dt = torch.addmm(b[todo], gt, G, alpha=1.0, beta=-1.0)  # the full problem's gradient: one GEMM
@@ -573,7 +676,7 @@ def fista_working_set(
         todo = todo[left]
     objective = lasso_gram_objective(g, d + b, b, lam)  # G g = d + b: no product needed
     return FistaResult(codes=g, objective=objective, iterations=iterations, converged=len(todo) == 0,
-                       rounds=tuple(rounds), fused=fused_any)
+                       rounds=tuple(rounds), fused=fused_any, row_iterations=row_iterations if retire_rows else None)
 
 
 # --- product forms of a masked LASSO -------------------------------------------------------------
@@ -731,9 +834,11 @@ def working_set_start(K: int, active: int | None) -> int:
     return min(K, max(WORKING_SET_SIZE, 2 * (active or 0)))
 
 
-def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor]:
-    """``(v -> H v, guaranteed Lipschitz bound)`` of the factor form: per-sample-masked terms
-    as ``c ((v A^T) ⊙ m) A``, the others as one shared Gram matrix or as factors by shape."""
+def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], torch.Tensor], torch.Tensor,
+                                                      Callable[[torch.Tensor], Callable[[torch.Tensor], torch.Tensor]]]:
+    """``(v -> H v, guaranteed Lipschitz bound, rows -> the operator of those samples)`` of the
+    factor form: per-sample-masked terms as ``c ((v A^T) ⊙ m) A``, the others as one shared
+    Gram matrix or as factors by shape."""
     K = terms[0].design.shape[1]
     gram_terms = [t for t in terms if not t.per_sample and K <= 2 * t.design.shape[0]]
     factor_terms = [t for t in terms if t not in gram_terms and t.weight]
@@ -747,17 +852,22 @@ def _factor_operator(terms: list[LassoTerm]) -> tuple[Callable[[torch.Tensor], t
         # diag(m) <= max(m) I, so c A^T diag(m) A <= c max(m) A^T A (Weyl: the bounds add)
         bound = bound + t.weight * (1.0 if t.mask is None else float(t.mask.max())) * top
 
-    def hessian(v: torch.Tensor) -> torch.Tensor:  # (B, K) -> (B, K)
-        out = None if G is None else v @ G
-        for t in factor_terms:
-            r = v @ t.design.T  # (B, n)
-            if t.mask is not None:
-                r = r * t.mask
-            r = t.weight * (r @ t.design)
-            out = r if out is None else out + r
-        return out
+    def operator(rows: torch.Tensor | None) -> Callable[[torch.Tensor], torch.Tensor]:
+        masks = [t.mask[rows] if rows is not None and t.per_sample else t.mask for t in factor_terms]
 
-    return hessian, bound
+        def hessian(v: torch.Tensor) -> torch.Tensor:  # (R, K) -> (R, K)
+            out = None if G is None else v @ G
+            for t, m in zip(factor_terms, masks):
+                r = v @ t.design.T  # (R, n)
+                if m is not None:
+                    r = r * m
+                r = t.weight * (r @ t.design)
+                out = r if out is None else out + r
+            return out
+
+        return hessian
+
+    return operator(None), bound, operator
 
 
 def operator_power_estimate(hessian: Callable[[torch.Tensor], torch.Tensor], shape: tuple[int, int],
@@ -785,6 +895,7 @@ def masked_lasso(
     form: str = "auto",
     fused: bool | str = "auto",
     active: int | None = None,
+    retire_rows: bool = False,
 ) -> FistaResult:
     """Solve ``min_g sum_t c_t/2 ||m_t ⊙ (t_t - A_t g)||^2 + lam ||g||_1`` for every sample, in
     the product form ``choose_product_form`` picks (module docstring).
@@ -814,6 +925,8 @@ def masked_lasso(
         active: without ``g0``, the most atoms a sample is expected to use (e.g. a model's
             count from its training codes), or ``None`` (unknown); only the solver's choice and
             its first working set depend on it, never the problem solved.
+        retire_rows: every form stops each sample at its own convergence, and the sample leaves
+            the batch (``fista``'s ``hessian_rows``); the result then has ``row_iterations``.
 
     Returns:
         ``FistaResult`` (``objective`` from the form's own product; ``iterations`` the most any
@@ -834,19 +947,21 @@ def masked_lasso(
         for t in terms:
             G = t.gram() if G is None else G + t.gram()
         size = WORKING_SET_SIZE if g0 is not None else working_set_start(K, active)
-        res = fista_working_set(G, b, lam, g0=g0, size=size, max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused)
+        res = fista_working_set(G, b, lam, g0=g0, size=size, max_iter=max_iter, tol=tol, nonneg=nonneg, fused=fused,
+                                retire_rows=retire_rows)
     elif chosen == "factor":
-        hessian, bound = _factor_operator(terms)
+        hessian, bound, rows_operator = _factor_operator(terms)
         lip = torch.minimum(bound.expand(B), POWER_SAFETY * operator_power_estimate(hessian, (B, K), b.dtype, device=b.device))
-        res = fista(hessian, b, lam, lip, g0=g0, **common)
+        res = fista(hessian, b, lam, lip, g0=g0, hessian_rows=rows_operator if retire_rows else None, **common)
     elif chosen == "per_sample" or groups is None:
         G = None
         for t in terms:
             G = t.gram() if G is None else G + t.gram()
-        res = fista_gram(G, b, lam, largest_eigenvalue(G), g0=g0, **common)
+        res = fista_gram(G, b, lam, largest_eigenvalue(G), g0=g0, retire_rows=retire_rows, **common)
     else:  # one shared Gram matrix per mask pattern
         _, inverse = groups
         codes, objective = torch.empty_like(b), b.new_empty(B)
+        row_iterations = torch.zeros(B, dtype=torch.long, device=b.device) if retire_rows else None
         iterations, converged, fused_any = 0, True, False
         for j in range(int(inverse.max()) + 1):
             rows = (inverse == j).nonzero().squeeze(-1)  # (B_j,)
@@ -855,11 +970,14 @@ def masked_lasso(
             for t in terms:
                 Gt = t.gram(t.mask[first] if t.per_sample else "own")
                 G = Gt if G is None else G + Gt
-            r = fista_gram(G, b[rows], lam, largest_eigenvalue(G), g0=None if g0 is None else g0[rows], **common)
+            r = fista_gram(G, b[rows], lam, largest_eigenvalue(G), g0=None if g0 is None else g0[rows],
+                           retire_rows=retire_rows, **common)
             codes[rows], objective[rows] = r.codes, r.objective
+            if row_iterations is not None:
+                row_iterations[rows] = r.row_iterations
             iterations, converged = max(iterations, r.iterations), converged and r.converged
             fused_any = fused_any or r.fused
-        res = FistaResult(codes, objective, iterations, converged, fused=fused_any)
+        res = FistaResult(codes, objective, iterations, converged, fused=fused_any, row_iterations=row_iterations)
     res.form = chosen
     return res
 

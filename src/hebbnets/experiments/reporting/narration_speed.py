@@ -243,6 +243,8 @@ def warm_start_claim(name: str) -> Callable[[ReportContext], Verdict]:
 #: the suboptimality ``(f - f*) / f*`` (largest over samples) at which solvers are compared
 ANCHOR_TARGETS = (1e-3, 1e-5)
 ANCHOR_NAMES = {"hebbnets_fista": "hebbnets MFISTA (batched)", "hebbnets_working_set": "hebbnets working set (batched)",
+                "hebbnets_fista_retire": "hebbnets MFISTA (batched, rows retire)",
+                "hebbnets_working_set_retire": "hebbnets working set (batched, rows retire)",
                 "sklearn": "scikit-learn Lasso (multi-target CD)", "celer": "celer Lasso (per sample)",
                 "skglm": "skglm Lasso (per sample)"}
 
@@ -259,6 +261,8 @@ def anchors_section(ctx: ReportContext) -> list[str]:
     if e is None:
         return ["No records yet (`hebbnets reproduce speed --benches lasso_anchors`).", ""]
     lines = [f"Each solver at several tolerances (MFISTA: iteration counts) on the same problems ({_machine(e)}); "
+             "'rows retire': each sample stops at its own convergence and leaves the batch (`retire_rows`), instead "
+             "of the batch iterating until its slowest sample converges; "
              "seconds for all B samples (best of 2, products included) to reach a largest suboptimality "
              "`(f - f*) / f*` over the samples of at most the target (`f*`: the best objective any run reached per "
              "sample); hebbnets in float32, the anchors in float64; celer and skglm called once per sample (neither "
