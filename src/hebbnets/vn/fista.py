@@ -216,6 +216,24 @@ class _Retirement:
         return converged
 
 
+def _stopping_test(done: torch.Tensor, it: int, retiring: _Retirement | None, state: tuple[torch.Tensor, ...],
+                   hessian: Callable[[torch.Tensor], torch.Tensor]) -> tuple[bool, bool, tuple[torch.Tensor, ...], Callable]:
+    """One stopping test of ``fista``'s loops, given which rows passed it (``done`` ``(R,)``) and
+    the loop's per-row state ``(y, Gy, x, Gx, f, step, thresh, step_b, b)``. Returns ``(stop,
+    converged, state, hessian)``: without ``retiring`` the batch stops when every row passed;
+    with it the rows that passed retire, and the state and the operator shrink to the others
+    (whether all converged is then ``_Retirement.finish``'s answer)."""
+    if retiring is None:
+        stop = bool(done.all())
+        return stop, stop, state, hessian
+    if not bool(done.any()):
+        return False, False, state, hessian
+    keep = retiring.retire(done, it, state[2], state[3], state[4])
+    if not len(retiring.live):
+        return True, False, state, hessian
+    return False, False, tuple(v[keep] for v in state), retiring.hessian_rows(retiring.live)
+
+
 #: iterations between two stopping tests on an accelerator (``fista``'s ``check_every`` default)
 ACCELERATOR_CHECK_EVERY = 8
 
@@ -319,18 +337,11 @@ def _fista_fused(hessian, b, lam, step, thresh, x_prev, max_iter, tol, nonneg, m
         y, Gy, residual = k["momentum"](p, Gp, y, x, Gx, x_prev, Gx_prev, a, c)
         x_prev, Gx_prev, f_prev, t = x, Gx, f, t_next
         if it % check_every == 0 or it == max_iter:
-            done = residual < tol
-            if retiring is None:
-                if bool(done.all()):
-                    converged = True
-                    break
-            elif bool(done.any()):
-                keep = retiring.retire(done, it, x_prev, Gx_prev, f_prev)
-                if not len(retiring.live):
-                    break
-                y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = (
-                    v[keep] for v in (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b))
-                hessian = retiring.hessian_rows(retiring.live)
+            stop, converged, state, hessian = _stopping_test(
+                residual < tol, it, retiring, (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b), hessian)
+            y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = state
+            if stop:
+                break
     if retiring is not None:
         converged = retiring.finish(it, x_prev, Gx_prev, f_prev)
         x_prev, Gx_prev, f_prev, b = retiring.x, retiring.Gx, retiring.f, b_full
@@ -476,18 +487,11 @@ def fista(
         if history is not None:
             history.append(f)
         if it % check_every == 0 or it == max_iter:
-            done = residual < tol
-            if retiring is None:
-                if bool(done.all()):
-                    converged = True
-                    break
-            elif bool(done.any()):
-                keep = retiring.retire(done, it, x_prev, Gx_prev, f_prev)
-                if not len(retiring.live):
-                    break
-                y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = (
-                    v[keep] for v in (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b))
-                hessian = hessian_rows(retiring.live)
+            stop, converged, state, hessian = _stopping_test(
+                residual < tol, it, retiring, (y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b), hessian)
+            y, Gy, x_prev, Gx_prev, f_prev, step, thresh, step_b, b = state
+            if stop:
+                break
     if retiring is not None:
         converged = retiring.finish(it, x_prev, Gx_prev, f_prev)
         x_prev, Gx_prev, f_prev = retiring.x, retiring.Gx, retiring.f
