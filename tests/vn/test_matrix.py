@@ -364,3 +364,25 @@ def test_warm_started_matrix_epochs_reach_the_cold_energy_in_fewer_iterations(fa
     assert "warm_start" not in hn.experiments.canonical_config("vn_matrix", dict(off.config.__dict__))
     with pytest.raises(ValueError, match="^warm_start:"):
         hn.models.make("vn_matrix", warm_start="yes")
+
+
+@pytest.mark.parametrize("kind", ["shared", "private"])
+def test_retiring_rows_with_a_per_pixel_precision_reaches_the_whole_batch_objective(kind):
+    """``retire_rows``: the per-pixel precision is cut to the samples still iterating; at a tight
+    tolerance every sample's energy matches the whole-batch solve, and the model passes it on."""
+    layer = _layer(kind)
+    image = _images(layer, B=6)
+    mask = _mask(image.shape)
+    whole = layer.infer(image, mask, lam=0.05, max_iter=20000, tol=1e-10)
+    retire = layer.infer(image, mask, lam=0.05, max_iter=20000, tol=1e-10, retire_rows=True)
+    assert retire.converged and retire.row_iterations.shape == (6,)
+    torch.testing.assert_close(_objective(layer, image, retire.codes, 0.05, mask),
+                               _objective(layer, image, whole.codes, 0.05, mask), rtol=1e-9, atol=1e-12)
+    assert float(layer.optimality_residual(image, retire.codes, 0.05, mask).max()) < 1e-6
+    x = _bumps()
+    cfg = {**TINY, "max_iter": 5000, "tol": 1e-9, "dtype": "float64", "factors": kind}
+    fitted = {r: hn.models.make("vn_matrix", seed=0, retire_rows=r, **cfg).fit(hn.Split(x, x)) for r in (False, True)}
+    inf = {r: m.infer(x) for r, m in fitted.items()}
+    torch.testing.assert_close(fitted[True].energy(inf[True]), fitted[False].energy(inf[False]), rtol=1e-6, atol=1e-9)
+    with pytest.raises(ValueError, match="^retire_rows:"):
+        hn.models.make("vn_matrix", retire_rows="yes")

@@ -317,6 +317,26 @@ def test_warm_start_off_is_the_old_computation():
     assert "warm_start" not in hn.experiments.canonical_config("vn", dict(b.config.__dict__))  # old record keys hold
 
 
+def test_retiring_rows_reaches_the_whole_batch_energy_and_off_is_the_old_computation():
+    """``retire_rows``: each sample's solve stops at its own convergence. At a tight tolerance the
+    energies and the trained models match the whole-batch solves; off (the default) computes
+    what fits did before the field existed, so old record keys hold."""
+    x, y = _data(n=96)
+    mask = (torch.rand(x.shape, generator=torch.Generator().manual_seed(5)) > 0.3).double()
+    cfg = dict(atoms=(12,), lam=0.05, beta=0.5, max_iter=3000, tol=1e-10, epochs=2, batch_size=32, val_fraction=0.0,
+               progress=False, dtype="float64", reseed_after=0, init="random")
+    split = hn.Split(x, y, mask)
+    whole = hn.models.make("vn", seed=0, **cfg).fit(split)
+    retire = hn.models.make("vn", seed=0, retire_rows=True, **cfg).fit(split)
+    torch.testing.assert_close(retire.infer(x, y, mask).total_energy, whole.infer(x, y, mask).total_energy,
+                               rtol=1e-7, atol=1e-9)
+    torch.testing.assert_close(retire.predict(x), whole.predict(x), rtol=1e-5, atol=1e-7)
+    off = hn.models.make("vn", seed=0, retire_rows=False, **cfg)
+    assert "retire_rows" not in hn.experiments.canonical_config("vn", dict(off.config.__dict__))
+    with pytest.raises(ValueError, match="^retire_rows:"):
+        hn.models.make("vn", retire_rows=1)
+
+
 def test_precisions_name_a_bad_layer_index():
     x, y = _data()
     net = _net(x, y, atoms=(6, 4), hidden=(5,), beta=0.7, max_iter=5, max_sweeps=1)

@@ -161,7 +161,8 @@ class _PairLibrary(nn.Module):
 
     @torch.no_grad()
     def infer(self, image: torch.Tensor, precision: Precision = None, *, lam: float, nonneg: bool = False,
-              topk: int = 0, max_iter: int = 200, tol: float = 1e-4, g0: torch.Tensor | None = None) -> FistaResult:
+              topk: int = 0, max_iter: int = 200, tol: float = 1e-4, g0: torch.Tensor | None = None,
+              retire_rows: bool = False) -> FistaResult:
         """Sparse codes of a batch: ``min_G 1/2 sum P (I - compose(G))^2 + lam ||G||_1``.
 
         Args:
@@ -171,6 +172,8 @@ class _PairLibrary(nn.Module):
             lam: l1 weight; nonneg: codes >= 0; topk: at most ``k`` non-zeros per sample (0 = off).
             max_iter, tol: FISTA budget and stopping tolerance (``hebbnets.vn.fista``).
             g0: ``(B, *code_shape)`` warm start.
+            retire_rows: each sample stops at its own convergence and leaves the batch
+                (``fista``'s ``hessian_rows``; a per-pixel precision is cut to the samples left).
         Returns:
             ``FistaResult`` with ``codes`` ``(B, *code_shape)`` and ``objective`` ``(B,)`` equal
             to the energy minus the constant ``1/2 sum P I^2``.
@@ -181,8 +184,10 @@ class _PairLibrary(nn.Module):
         image = image.to(self.U.dtype)
         weighted = image if precision is None else precision * image
         b = self.correlate(weighted)  # (B, *code_shape)
+        per_pixel = isinstance(precision, torch.Tensor)
+        rows = (lambda r: self.hessian(precision[r] if per_pixel else precision)) if retire_rows else None  # noqa: E731
         return fista(self.hessian(precision), b, lam, self.lipschitz(precision), g0=g0, max_iter=max_iter,
-                     tol=tol, nonneg=nonneg, topk=topk, fused=self.fused)
+                     tol=tol, nonneg=nonneg, topk=topk, fused=self.fused, hessian_rows=rows)
 
     def residual(self, image: torch.Tensor, codes: torch.Tensor, precision: Precision = None) -> torch.Tensor:
         """Precision-weighted residual ``R = P * (I - compose(G))`` ``(B, m, n)``."""
@@ -391,6 +396,8 @@ class MatrixVNConfig(LocalFitConfig):
         epochs, batch_size, val_fraction, patience: the VN training loop (``vn._fit``).
         warm_start: each training sample's FISTA solve starts from its code of the previous
             epoch (a per-sample cache; the same optimum, fewer iterations), as ``vn``'s.
+        retire_rows: each sample's FISTA solve stops at its own convergence and leaves the
+            batch, as ``vn``'s.
         progress: progress bar; dtype: ``"float32"`` or ``"float64"``.
     """
 
@@ -409,12 +416,14 @@ class MatrixVNConfig(LocalFitConfig):
     batch_size: int = 32
     # neutral: off computes what fits did before the field existed (record keys omit it)
     warm_start: bool = field(default=False, metadata={"neutral": False})
+    retire_rows: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_sparse_code_fields(self, atoms=("atoms_u", "atoms_s"), rates=("rho_u", "rho_s"))
-        if not isinstance(self.warm_start, bool):
-            raise ValueError(f"warm_start: expected True or False, got {self.warm_start!r}")
+        for name in ("warm_start", "retire_rows"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected True or False, got {getattr(self, name)!r}")
         check_choice(self.factors, FACTORS, "factors")
         check_choice(self.init, ("random", "data"), "init")
 
@@ -534,7 +543,7 @@ class MatrixVN(Model):
         image, precision = self._clamp(x, y, x_mask, y_mask)
         cfg = self.config
         res = self.layer.infer(image, precision, lam=lam, nonneg=cfg.nonneg, topk=cfg.topk,
-                               max_iter=cfg.max_iter, tol=cfg.tol, g0=cast(g0))
+                               max_iter=cfg.max_iter, tol=cfg.tol, g0=cast(g0), retire_rows=cfg.retire_rows)
         return MatrixInference(res.codes, x, y, x_mask, y_mask, image, precision, lam, res.iterations, res.converged)
 
     def energy(self, inference: MatrixInference) -> torch.Tensor:

@@ -75,6 +75,10 @@ class VNConfig(LocalFitConfig):
         init: ``"data"`` initialises the first layer's atoms from random training pairs,
             ``"random"`` from Gaussian noise.
         progress, dtype: progress bar; ``"float32"`` or ``"float64"`` (``LocalFitConfig``).
+        warm_start: start each training sample's solves from its codes of the previous epoch.
+        retire_rows: each sample's FISTA solve stops at its own convergence and leaves the
+            batch (``masked_lasso``'s ``retire_rows``) instead of running until the batch's
+            slowest sample converges: each sample's code is then what a solve of it alone gives.
     """
 
     atoms: tuple[int, ...] = (64,)
@@ -101,11 +105,14 @@ class VNConfig(LocalFitConfig):
     # per-sample cache; the first epoch starts from zeros, as without it): fewer iterations while
     # the atoms move little, the same energies within the solver's tolerance
     warm_start: bool = field(default=False, metadata={"neutral": False})
+    # neutral: off computes what fits did before the field existed (record keys omit it)
+    retire_rows: bool = field(default=False, metadata={"neutral": False})
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.warm_start, bool):
-            raise ValueError(f"warm_start: expected True or False, got {self.warm_start!r}")
+        for name in ("warm_start", "retire_rows"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}: expected True or False, got {getattr(self, name)!r}")
         if not self.atoms or any(isinstance(k, bool) or not isinstance(k, int) or k < 1 for k in self.atoms):
             raise ValueError(f"atoms: expected a non-empty tuple of positive ints, got {self.atoms!r}")
         if len(self.hidden) != len(self.atoms) - 1 or any(not isinstance(m, int) or m < 1 for m in self.hidden):
@@ -346,7 +353,8 @@ class VectorNetwork(Model):
         top = l == len(self.layers) - 1
         active = self.active_estimate[l] if g0 is None and self.active_estimate is not None else None
         res = masked_lasso(terms, lam, g0=g0, max_iter=cfg.max_iter, tol=cfg.tol, nonneg=cfg.nonneg,
-                           topk=cfg.topk if top else 0, form=self.product_form, fused=self.fused, active=active)
+                           topk=cfg.topk if top else 0, form=self.product_form, fused=self.fused, active=active,
+                           retire_rows=cfg.retire_rows)
         return res.codes, res.iterations, res.converged
 
     @torch.no_grad()
