@@ -29,15 +29,14 @@ from .._spec import Bench, Grid, Moves, Scale, Spec, register_spec, variant
 SEEDS = (0, 1, 2, 3, 4)
 
 # -- nbody ------------------------------------------------------------------------------------
-# one stopping rule for every trained model: at most 100 epochs (the design had 200; cut for
-# compute, CUTS below), stop after 10 without a lower validation error (the VN family's own loop
-# and hebbnets.training apply the same rule)
-_STOP = dict(epochs=100, patience=10, batch_size=64)
+# one stopping rule for every trained model: at most 200 epochs (the design's cap), stop after 10
+# without a lower validation error (the VN family's own loop and hebbnets.training apply the same rule)
+_STOP = dict(epochs=200, patience=10, batch_size=64)
 _NB_SMOKE = Scale(params={"n_train": 48, "n_test": 12},
                   config={"*": {"epochs": 1}, "vn": {"max_iter": 20}, "vn_applied_set": {"max_iter": 20},
                           "applied_set_implicit": {"max_iter": 20}})
-# quick scale: 2,000 training systems (the task's quick default is 4,000), 500 per test split
-_NB_QUICK = Scale(params={"n_train": 2000, "n_test": 500})
+# quick scale: the task's quick-scale 4,000 training systems (no cut), 500 per test split
+_NB_QUICK = Scale(params={"n_train": 4000, "n_test": 500})
 NBODY = Bench(
     "nbody", "nbody", seeds=SEEDS,
     models=(
@@ -84,11 +83,12 @@ NBODY = Bench(
                             base=dict(d_ff=128, positions="none", missing="padding", **_STOP)),
         # cap 1000 (patience as every model's): at 100, 4 of 5 mlp fits ended at the cap (the others stop by patience)
         "mlp": Grid({"hidden": [(128, 128), (256, 256)], "lr": [3e-4, 1e-3, 3e-3]}, base={**_STOP, "epochs": 1000}),
-        "applied_set_code_ff": Grid({"l1": [0.0, 1e-3], "lr": [1e-3, 3e-3, 1e-2]}, base=_STOP),
-        # vn_applied_set's chosen structure (64 atoms, beta 0.5, 100 FISTA iterations, its prediction l1
-        # weight); the elastic-net weight that makes the code differentiable x learning rate
+        # the controls take vn_applied_set's chosen structure at this size (128 atoms; for the implicit one also
+        # beta 0.5, 200 FISTA iterations and its prediction l1 weight 0.05)
+        "applied_set_code_ff": Grid({"l1": [0.0, 1e-3], "lr": [1e-3, 3e-3, 1e-2]}, base=dict(atoms=128, **_STOP)),
+        # the elastic-net weight that makes the code differentiable x learning rate
         "applied_set_implicit": Grid({"l2": [0.1, 0.5], "lr": [1e-3, 3e-3, 1e-2]},
-                                     base=dict(atoms=64, beta=0.5, lam=0.05, max_iter=100, **_STOP)),
+                                     base=dict(atoms=128, beta=0.5, lam=0.05, max_iter=200, **_STOP)),
     },
     scales={"smoke": _NB_SMOKE, "quick": _NB_QUICK}, title="nbody: next change of every body under unknown force laws")
 
