@@ -403,10 +403,12 @@ def fista(
             index tensor) alone, acting on ``(R, ...)`` tensors. Given, each row *retires* at the
             first stopping test its own residual passes, and the batch shrinks to the rows still
             iterating (``hessian_rows`` is called each time it shrinks). Without it a batch
-            iterates until its slowest row converges. A retired row's code is exactly what a
-            solve of that sample alone would return (the momentum schedule is shared by every
-            row), so the result does not depend on the batch; ``row_iterations`` says how many
-            iterations each row ran. Not with ``record_history``.
+            iterates until its slowest row converges. A retired row runs the iterations and
+            returns the code of a solve of that sample alone (the momentum schedule is shared
+            by every row) up to floating-point rounding: the operator's products may round
+            differently in a smaller batch, which near the dtype's noise floor can move a row's
+            stop by a few iterations. ``row_iterations`` says how many iterations each row ran.
+            Not with ``record_history``.
 
     The monotone variant accepts a proximal point only if it does not increase the objective,
     so the objective is non-increasing by construction, while the momentum still uses the

@@ -78,7 +78,8 @@ class VNConfig(LocalFitConfig):
         warm_start: start each training sample's solves from its codes of the previous epoch.
         retire_rows: each sample's FISTA solve stops at its own convergence and leaves the
             batch (``masked_lasso``'s ``retire_rows``) instead of running until the batch's
-            slowest sample converges: each sample's code is then what a solve of it alone gives.
+            slowest sample converges: each sample's code is then what a solve of it alone gives
+            (up to floating-point rounding).
     """
 
     atoms: tuple[int, ...] = (64,)
