@@ -190,6 +190,34 @@ def test_speed_goal_claims_read_their_measures(tmp_path):
     assert million_claim(gib=10.0)(ctx).holds is True
 
 
+def test_the_warm_start_claim_reads_the_retire_run_where_a_row_has_one(tmp_path):
+    """With a ``retire`` run the claim's "after" is that run (ratio and validation error); without
+    it the warm run; the section's table lists the record's runs and no fused row for retire."""
+    from hebbnets.experiments import get_spec
+    from hebbnets.experiments.reporting.narration_speed import _warm_start_lines, warm_start_claim
+
+    runs = {"cold": (100.0, 1.0), "warm": (40.0, 1.0), "retire": (10.0, 1.01)}
+    row = {"task": "toy_atoms", "model": "vn", "seed": 0, "threads": 1, "n_train": 8,
+           "seconds_ratio": 2.5, "iterations_ratio": 3.0, "retire_seconds_ratio": 10.0, "retire_iterations_ratio": 4.0}
+    for run, (seconds, val) in runs.items():
+        row.update({f"{run}_seconds": seconds, f"{run}_iterations": 10, f"{run}_epochs": 3, f"{run}_best_val": val,
+                    f"{run}_test_id": val})
+    entry = {"params": {"fast": True, "retire": True}, "rows": [row], "stats": {"machine": {}}}
+    ctx = ReportContext(get_spec("speed"), "quick", [], tmp_path, False, records_dir=tmp_path)
+    ctx.measure = lambda name: entry  # noqa: E731  the entry a record would hold
+    v = warm_start_claim("any")(ctx)
+    assert v.holds is True and v.effect == "10.00x"
+    row["retire_best_val"] = 1.03  # 3 % worse than cold: not at equal validation error
+    assert warm_start_claim("any")(ctx).holds is False
+    lines = "\n".join(_warm_start_lines(ctx, "any"))
+    assert "`retire_rows=True`, the default loop: the path after | 10.0 |" in lines and "fused=\"auto\"`)" not in lines
+    for key in ("retire_seconds", "retire_seconds_ratio", "retire_iterations_ratio"):
+        del row[key]
+    entry["params"] = {"fast": False}
+    v = warm_start_claim("any")(ctx)  # no retire run: the warm run is "after"
+    assert v.holds is False and v.effect == "2.50x"
+
+
 def test_the_speed_pages_name_the_kernel_level_where_a_record_has_it():
     from hebbnets.experiments.reporting import narration_speed as ns
 

@@ -398,6 +398,23 @@ def test_the_warm_start_measure_runs_every_fit_at_the_tolerance_it_is_given():
             vn_warm_start("toy_atoms", params, tol=bad)
 
 
+def test_the_warm_start_measure_adds_a_retire_run_on_request():
+    """``vn_warm_start(retire=True)``: cold, warm and retire runs (no fused run), the retire ratios
+    computed from them; the retire fit reaches the cold fit's validation error closely; bad values
+    fail before a fit."""
+    from hebbnets.measures.speed import vn_warm_start
+
+    params = {"n_train": 24, "n_test": 6}
+    [row] = vn_warm_start("toy_atoms", params, fast=True, retire=True)
+    assert {"cold_seconds", "warm_seconds", "retire_seconds"} <= set(row) and "fused_seconds" not in row
+    assert row["retire_seconds_ratio"] == pytest.approx(row["cold_seconds"] / row["retire_seconds"])
+    assert row["retire_iterations_ratio"] == pytest.approx(row["cold_iterations"] / row["retire_iterations"])
+    assert row["retire_best_val"] == pytest.approx(row["cold_best_val"], rel=0.2)
+    for bad in ({"retire": 1, "fast": True}, {"retire": True, "fast": False}):
+        with pytest.raises(ValueError, match="^retire: "):
+            vn_warm_start("toy_atoms", params, **bad)
+
+
 def test_active_estimate_routes_sparse_solves_from_zeros_to_the_working_set(monkeypatch):
     """Every inference records each layer's largest active count; the next solve from zeros of a
     layer whose codes were sparse (at most K / 8 atoms) runs the working-set solver, to the same

@@ -494,7 +494,8 @@ def _fista_loop(fused: bool | str) -> Iterator[None]:
 
 @register_measurement("vn_warm_start")
 def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None, model: str = "vn",
-                  seed: int = 0, threads: int = 1, fast: bool = False, tol: float | None = None) -> list[dict[str, Any]]:
+                  seed: int = 0, threads: int = 1, fast: bool = False, tol: float | None = None,
+                  retire: bool = False) -> list[dict[str, Any]]:
     """A ``model`` fit at ``task``'s chosen configuration, cold (every FISTA solve from zeros) and
     with ``warm_start`` (each training sample from its previous epoch's codes), in one run: wall
     seconds, FISTA iterations of the training inferences, epochs run, the best validation error
@@ -508,13 +509,24 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
 
     ``tol``: every run's FISTA tolerance instead of the chosen configuration's (the row records
     both, ``tol`` and ``chosen_tol``): at a tolerance where both starts solve the LASSO, a gap in
-    validation error between them is the warm start's, not where a loose tolerance stops each start."""
+    validation error between them is the warm start's, not where a loose tolerance stops each start.
+
+    ``retire=True`` (with ``fast``): the runs are ``cold``, ``warm`` and ``retire``, the default loop
+    with warm starts and ``retire_rows=True`` (each sample's FISTA solve stops at its own
+    convergence and leaves the batch); the ``fused`` run is left out (its ratio is in the measure
+    without ``retire``). Ratios cold / warm and cold / retire (``retire_seconds_ratio``,
+    ``retire_iterations_ratio``; a batch's iterations are its longest row's)."""
     from .. import models, tasks
 
+    if not isinstance(retire, bool):
+        raise ValueError(f"retire: expected a bool, got {retire!r}")
+    if retire and not fast:
+        raise ValueError("retire: the retire run is the fast path's (warm starts, default loop); set fast=True")
     prev = torch.get_num_threads()
     torch.set_num_threads(threads)
-    runs = (("cold", False, False), ("fused", False, "auto"), ("warm", True, "auto")) if fast else \
-        (("cold", False, False), ("warm", True, False))
+    runs = ((("cold", False, False, False), ("warm", True, "auto", False), ("retire", True, "auto", True)) if retire
+            else (("cold", False, False, False), ("fused", False, "auto", False), ("warm", True, "auto", False)) if fast
+            else (("cold", False, False, False), ("warm", True, False, False)))
     try:
         inst = tasks.make(task, seed=seed, **(params or {}))
         row: dict[str, Any] = {"task": task, "model": model, "seed": seed, "threads": threads,
@@ -523,9 +535,10 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
             if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not 0 < tol < 1:
                 raise ValueError(f"tol: expected a FISTA tolerance in (0, 1) or None, got {tol!r}")
             row["tol"], row["chosen_tol"] = float(tol), models.make(model, seed=seed, task=inst).config.tol
-        for name, warm, loop in runs:
+        for name, warm, loop, retire_rows in runs:
             m = models.make(model, seed=seed, task=inst, warm_start=warm, progress=False,
-                            **({} if tol is None else {"tol": float(tol)}))
+                            **({} if tol is None else {"tol": float(tol)}),
+                            **({"retire_rows": True} if retire_rows else {}))
             t0 = time.perf_counter()
             with _fista_loop(loop):
                 m.fit(inst.train)
@@ -537,7 +550,10 @@ def vn_warm_start(task: str = "toy_atoms", params: dict[str, Any] | None = None,
                 row[f"{name}_test_{split}"] = m.score(test)
         row["seconds_ratio"] = row["cold_seconds"] / row["warm_seconds"]
         row["iterations_ratio"] = row["cold_iterations"] / max(1, row["warm_iterations"])
-        if fast:
+        if retire:
+            row["retire_seconds_ratio"] = row["cold_seconds"] / row["retire_seconds"]
+            row["retire_iterations_ratio"] = row["cold_iterations"] / max(1, row["retire_iterations"])
+        elif fast:
             row["fused_seconds_ratio"] = row["cold_seconds"] / row["fused_seconds"]
     finally:
         torch.set_num_threads(prev)
