@@ -53,7 +53,10 @@ def test_scorecard_fits_one_screen_and_its_claims_page_stays_short():
     readme = (ROOT / "reports" / "README.md").read_text()
     # one screen: the summary, "when to use what", the figure and one row per claim family
     assert len(readme.splitlines()) <= 90 and _words(ROOT / "reports" / "README.md") < 2000
-    assert _words(ROOT / "reports" / "claims.md") < 3000
+    # the claims page has one row per claim: short rows, not a fixed total (claims are added as they are checked)
+    claims = (ROOT / "reports" / "claims.md").read_text()
+    rows = [line for line in claims.splitlines() if line.startswith("| [")]
+    assert len(rows) >= 50 and _words(ROOT / "reports" / "claims.md") < 40 * len(rows)
 
 
 def _words(path: Path) -> int:

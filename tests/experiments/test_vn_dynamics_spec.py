@@ -192,6 +192,30 @@ def test_mechanism_verdict_is_decided_on_the_splits_the_reading_wins():
     assert _mechanism(_spread_ctx({"gnn": WIN["gnn"]})).verdict is None
 
 
+def _structure(ctx):
+    return nd.structure_claim("nbody", ("applied_set_code_ff", "applied_set_implicit"), NB, "mse")(ctx)
+
+
+def test_the_structure_claim_holds_where_a_control_beats_the_best_baseline_beyond_the_interval():
+    # applied_set_code_ff 0.01 against the gnn's 0.20 (ood_forces) and 0.4 (ood_both): wins beyond the interval,
+    # the effect the one with the lowest upper bound
+    v = _structure(_spread_ctx(WIN))
+    assert v.verdict is True and v.reading == "applied_set_code_ff"
+    assert v.effect.startswith("0.025x [") and v.effect.endswith("(ood_both, `applied_set_code_ff`)")
+    assert "Below the best baseline beyond the interval: `applied_set_code_ff` on ood_forces, ood_both" in v.evidence
+    assert "vn_applied_set" not in v.against  # a VN reading is never the baseline
+    # the dense VN is not a control without the mechanism: a win of it does not count
+    table = {**WIN, "applied_set_code_ff": {"id": 0.05, "ood_forces": 0.3, "ood_both": 0.8},
+             "vn_applied_set-dense": {"id": 0.01, "ood_forces": 0.01, "ood_both": 0.01}}
+    v = _structure(_spread_ctx(table))
+    assert v.verdict is False and "No control below the best baseline" in v.evidence
+    assert "Nearest a win: `applied_set_code_ff` ood_forces 1.5x [" in v.evidence
+    # a mean 2 % below the best baseline's with a 10 % seed spread is no win
+    table["applied_set_code_ff"] = {"id": 0.05, "ood_forces": 0.196, "ood_both": 0.6}
+    assert _structure(_spread_ctx(table)).verdict is False
+    assert _structure(_spread_ctx({"gnn": WIN["gnn"]})).verdict is None  # no control with records
+
+
 def test_grid_edges_name_choices_at_an_end_of_a_numeric_axis(tmp_path):
     import json
 

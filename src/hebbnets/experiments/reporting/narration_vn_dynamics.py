@@ -232,6 +232,45 @@ def mechanism_claim(bench: str, reading: str, roles: Roles, metric: str) -> Call
     return check
 
 
+def structure_claim(bench: str, controls: tuple[str, ...], roles: Roles, metric: str) -> Callable[[ReportContext], Verdict]:
+    """Whether a reading's structure, trained without VN's mechanism, beats the best baseline out of
+    distribution: holds where some control of ``controls`` (same-structure controls that replace
+    Atomic-Hebb, ``roles.controls``) has a lower error than the best baseline on some OOD split
+    beyond the 95 % interval of their ratio (Welch's t on log errors, as every claim here); does not
+    hold where none does. The effect is the control and split with the lowest upper bound; the
+    evidence gives, per control with records, its OOD split nearest a win (the lowest upper bound)."""
+    def check(ctx: ReportContext) -> Verdict:
+        base = baselines(ctx, bench, roles)
+        ran = [c for c in controls if c in ctx.labels(bench)]
+        if not ran or not base:
+            return Verdict(None, "no records yet.")
+        top = {s: best(ctx, bench, s, metric, base) for s in splits(ctx, bench, metric) if s != "id"}
+        tests = {c: {s: (log_ratio_interval(errors(cell), errors(top[s])), ratio_effect(cell, top[s]))
+                     for s in top if top[s] is not None and (cell := ctx.cell(bench, c, s, metric)) is not None}
+                 for c in ran}
+        wins = {c: [s for s, ((_, hi, _), _) in t.items() if hi < 1] for c, t in tests.items()}
+        lowest = min(((hi, c, s) for c, t in tests.items() for s, ((_, hi, _), _) in t.items()), default=None)
+        if lowest is None:
+            return Verdict(None, "no OOD split with records for both sides.")
+        _, c0, s0 = lowest
+        text, point, _ = tests[c0][s0][1]
+        parts = []
+        for c, t in tests.items():
+            s = min(t, key=lambda split: t[split][0][1])
+            parts.append(f"`{c}` {s} {t[s][1][0]} against {top[s].label}")
+        winners = [c for c in ran if wins[c]]
+        lead = (("Below the best baseline beyond the interval: " + ", ".join(f"`{c}` on {', '.join(wins[c])}"
+                                                                              for c in winners))
+                if winners else "No control below the best baseline beyond the interval on any OOD split")
+        return Verdict(bool(winners), f"{lead}. Nearest a win: " + "; ".join(parts) + ".", effect=f"{text} ({s0}, `{c0}`)",
+                       against=f"{top[s0].label} (best baseline)", seeds=seeds_text(
+                           *(ctx.cell(bench, c, s, metric) for c in tests for s in tests[c])),
+                       points=(point,) if point is not None else (), reading=c0,
+                       notes=tuple(f"{bench}, same-structure control `{c}`: {roles.controls[c]}." for c in tests
+                                   if c in roles.controls))
+    return check
+
+
 def _against(labels: dict[str, str]) -> str:
     """``"set_mlp (id), gnn (ood_fewer)"``; one label once: ``"conv_ae (id, ood_compose)"``."""
     by: dict[str, list[str]] = {}

@@ -22,13 +22,15 @@ from .sections import Claim, Point, ReportContext, Verdict, Verdicts, report_pag
 #: what each model is, in the words of the "when to use what" table (data; one line each)
 MODEL_ROLES = {
     "vn": "plain Vector Network (vector reading, FISTA codes + Atomic-Hebb)",
-    "vn_matrix": "matrix reading: the composed operator `U G S^T` over shared row and column factors",
+    "vn_matrix": "matrix reading: `U G S^T` over shared row and column factors",
     "vn_pairs": "pair atoms `u_a v_b^T` decoded from two factor codes",
     "vn_applied": "applied reading: a context-selected map of a content input",
     "vn_applied_set": "applied reading over a set of bodies (nbody)",
-    "AmortisedVN": "a LISTA encoder trained to replace FISTA at prediction time",
-    "vn-inpaint": "plain Vector Network inpainting: its input dictionary `S g` fitted to the observed entries",
-    "rsgn": "sparse RSGN (kNN graph in the Poincaré ball, thresholded ignition and propagation)",
+    "applied_set_implicit": "control: `vn_applied_set` by implicit gradients, not Atomic-Hebb",
+    "applied_implicit": "control: `vn_applied` by implicit gradients, not Atomic-Hebb",
+    "AmortisedVN": "a LISTA encoder replacing FISTA at prediction",
+    "vn-inpaint": "VN inpainting: `S g` fitted to the observed entries",
+    "rsgn": "sparse RSGN (Poincaré-ball kNN graph, thresholded ignition)",
     "rsgn_parity": "the RSGN author's dense notebook model",
 }
 
@@ -70,7 +72,7 @@ def _when_to_use(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]
     if not by:
         return []
     lines = ["## When to use what", "",
-             "Per model, from the verdicts below: how many of its claims hold, do not hold or are open, and where.", "",
+             "Per model, from the verdicts below.", "",
              "| model | what it is | its claims hold on | do not hold on | undecided |", "|---|---|---|---|---|"]
     for reading, (holds, fails, open_) in by.items():
         lines.append("| " + " | ".join(table_cell(t) for t in (
@@ -127,8 +129,13 @@ def family_and_topic(claim: Claim) -> tuple[str, str]:
 
 
 def _short_effect(effect: str) -> str:
-    """The effect and its interval without the p-value (the claims page keeps it)."""
-    return re.sub(r", p [0-9.e+-]+", "", effect)
+    """The effect and its interval without the p-value and the seeds' spread (the claims page keeps
+    both).
+
+    >>> _short_effect("0.5x [0.4, 0.6], p 0.01; +1.3 pp (seed std 1.8 pp)")
+    '0.5x [0.4, 0.6]; +1.3 pp'
+    """
+    return re.sub(r" \(seed std [0-9.]+ pp\)", "", re.sub(r", p [0-9.e+-]+", "", effect))
 
 
 def _families(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]:
@@ -157,8 +164,8 @@ def _claims_page(rows: list[tuple[Spec, Verdicts, Claim, Verdict]]) -> list[str]
              "<!-- written by `hebbnets report scorecard` (and `hebbnets report all`) from records/*.jsonl; edit the "
              "specs (hebbnets/experiments/specs), not this file -->", "",
              "The scorecard's second page ([README.md](README.md)). Effect: the ratio of mean errors (test splits, mean "
-             "over seeds); in brackets the 95 % interval of the geometric-mean ratio (Welch's t on log errors over "
-             "seeds) and its p-value. Caveats and the numbers behind each line: the linked report.", ""]
+             "over seeds), the 95 % interval of the geometric-mean ratio and its p-value (Welch's t on log errors over "
+             "seeds). Caveats and numbers: the linked report.", ""]
     for name in dict.fromkeys(spec.name for spec, *_ in rows):
         lines += [f"## {name}", "", "| claim | verdict | effect [95 % CI] | against | seeds |", "|---|---|---|---|---|"]
         for spec, section, claim, v in rows:
@@ -183,16 +190,15 @@ def build_scorecard(specs: tuple[Spec, ...], records_dir: str | Path, out: str |
              "specs (hebbnets/experiments/specs), not this file -->", "",
              "Every claim the project checks, from the committed records. Effect: the ratio of mean errors "
              "(test splits, mean over seeds) with the 95 % interval of the geometric-mean ratio (Welch's t on log "
-             f"errors). One row per claim, with p-values, comparisons, seeds and links: "
-             f"[{CLAIMS_PAGE}]({CLAIMS_PAGE}).", ""]
+             "errors).", ""]
     lines += _summary(rows) + _when_to_use(rows)
     points = [p for _, _, _, v in rows for p in v.points]
     if figures and points:
         _figure(points, out / "scorecard.png")
     if points:
         lines += ["![error / best baseline per bench and split](scorecard.png)", "",
-                  "*Error / the best baseline's of every VN reading a claim rests on, per bench and split (bars: ratio "
-                  "of means; dots: seeds), with the paper's bands: ID within 1.25x, OOD at most 0.2x.*", ""]
+                  "*Error / the best baseline's of each model a claim rests on, per bench and split (bars: ratio of "
+                  "means; dots: seeds); the paper's bands: ID 1.25x, OOD 0.2x.*", ""]
     lines += _families(rows)
     write_page(out / CLAIMS_PAGE, _claims_page(rows))
     return write_page(out / "README.md", lines)
