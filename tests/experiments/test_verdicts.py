@@ -192,7 +192,7 @@ def test_speed_goal_claims_read_their_measures(tmp_path):
 
 def test_the_warm_start_claim_reads_the_faster_run_at_equal_error_of_its_first_recorded_measure(tmp_path):
     """The claim reads the first of its measures with a record; "after" is the faster of the warm
-    and retire runs at a validation error within 2 % of the cold fit's; the section's table lists
+    and retire runs at a validation error at most 2 % above the cold fit's; the section's table lists
     the record's runs (no fused row in a retire record)."""
     from hebbnets.experiments import get_spec
     from hebbnets.experiments.reporting.narration_speed import _warm_start_lines, warm_start_claim
@@ -211,6 +211,8 @@ def test_the_warm_start_claim_reads_the_faster_run_at_equal_error_of_its_first_r
     row["retire_best_val"] = 1.03  # 3 % worse than cold: the warm run is "after"
     v = warm_start_claim("retire", "fast")(ctx)
     assert v.holds is False and v.effect == "2.50x" and "(warm starts)" in v.evidence
+    row["warm_best_val"] = 0.9  # a lower error than cold's is no cost of the speed-up
+    assert warm_start_claim("retire", "fast")(ctx).effect == "2.50x"
     row["warm_best_val"] = 1.05  # neither at equal error: the faster, and the claim fails
     v = warm_start_claim("retire", "fast")(ctx)
     assert v.holds is False and v.effect == "10.00x"
