@@ -216,6 +216,21 @@ def _paper(bench: Bench, roles: Roles, note=None) -> Claim:
                  key=f"{bench.name}: ID parity and OOD about 10x lower")
 
 
+def _mechanism(bench: Bench, reading: str, roles: Roles) -> Claim:
+    return Claim(f"{bench.name}: where {reading} beats the best baseline out of distribution, the win needs VN's "
+                 "mechanism (every same-structure control worse beyond its interval)",
+                 N.mechanism_claim(bench.name, reading, roles, HEADLINE),
+                 key=f"{bench.name}: the applied reading's mechanism, not only its structure")
+
+
+def _structure(bench: Bench, reading: str, controls: tuple[str, ...], roles: Roles) -> Claim:
+    """``controls``: the reading's same-structure controls that replace Atomic-Hebb (not its dense VN)."""
+    return Claim(f"{bench.name}: {reading}'s structure, trained without VN's mechanism, beats the best baseline out "
+                 "of distribution (a same-structure control that replaces Atomic-Hebb below the best baseline beyond "
+                 "its interval on some OOD split)", N.structure_claim(bench.name, controls, roles, HEADLINE),
+                 key=f"{bench.name}: the structure without VN's mechanism beats the best baseline OOD")
+
+
 SPEC = register_spec(Spec(
     "vn_dynamics", "VN as an applied operator: nbody and mnist_comp transform",
     benches=BENCHES,
@@ -231,25 +246,11 @@ SPEC = register_spec(Spec(
             _paper(NBODY, NB_ROLES),
             Claim("vn_applied_set composes better than set_mlp given the same features (lower next-step error on "
                   "every OOD split)", N.set_claim(NBODY.name), key="nbody: vn_applied_set below set_mlp on every OOD split"),
-            Claim("nbody: where vn_applied_set beats the best baseline out of distribution, the win needs VN's mechanism "
-                  "(every same-structure control worse beyond its interval)",
-                  N.mechanism_claim(NBODY.name, "vn_applied_set", NB_ROLES, HEADLINE),
-                  key="nbody: the applied reading's mechanism, not only its structure"),
-            Claim("nbody: vn_applied_set's structure, trained without VN's mechanism, beats the best baseline out of "
-                  "distribution (a same-structure control that replaces Atomic-Hebb below the best baseline beyond its "
-                  "interval on some OOD split)",
-                  N.structure_claim(NBODY.name, ("applied_set_code_ff", "applied_set_implicit"), NB_ROLES, HEADLINE),
-                  key="nbody: the structure without VN's mechanism beats the best baseline OOD"),
+            _mechanism(NBODY, "vn_applied_set", NB_ROLES),
+            _structure(NBODY, "vn_applied_set", ("applied_set_code_ff", "applied_set_implicit"), NB_ROLES),
             _paper(MNIST_TRANSFORM, MN_ROLES, N.mnist_note),
-            Claim("mnist_transform: where vn_applied beats the best baseline out of distribution, the win needs VN's "
-                  "mechanism (every same-structure control worse beyond its interval)",
-                  N.mechanism_claim(MNIST_TRANSFORM.name, "vn_applied", MN_ROLES, HEADLINE),
-                  key="mnist_transform: the applied reading's mechanism, not only its structure"),
-            Claim("mnist_transform: vn_applied's structure, trained without VN's mechanism, beats the best baseline out "
-                  "of distribution (a same-structure control that replaces Atomic-Hebb below the best baseline beyond "
-                  "its interval on some OOD split)",
-                  N.structure_claim(MNIST_TRANSFORM.name, ("applied_code_ff", "applied_implicit"), MN_ROLES, HEADLINE),
-                  key="mnist_transform: the structure without VN's mechanism beats the best baseline OOD"),
+            _mechanism(MNIST_TRANSFORM, "vn_applied", MN_ROLES),
+            _structure(MNIST_TRANSFORM, "vn_applied", ("applied_code_ff", "applied_implicit"), MN_ROLES),
         )),
         Figure("id_vs_ood", "nbody_id_vs_ood", "nbody: ID vs OOD next-step MSE, mean ± sample std over seeds",
                {"benches": (NBODY.name,), "metric": "mse"}),
