@@ -381,6 +381,12 @@ def test_the_cap_bullet_counts_an_outside_solvers_pass_cap_as_a_cap():
     line = "\n".join(vb._cap_bound(ReportContext(SPEC, "quick", entries, out=".")))
     assert "`mnist_reconstruct/dict_learning` 1/2 (cap 10 passes of its solver)" in line
     assert "ae`" not in line  # stopped by patience
+    # a capped fit with its validation curve: how much the last tenth of its epochs still lowered the loss
+    curve = fit("vae", 0, history={"epochs_run": 20, "best_val_epoch": 19, "val": [1.0] * 17 + [0.5, 0.45, 0.4]})
+    curve["config"] = {"epochs": 20}
+    line = "\n".join(vb._cap_bound(ReportContext(SPEC, "quick", [*entries, curve], out=".")))
+    assert ("`mnist_reconstruct/vae` 1/1 (cap 20, best validation epoch 20; the best validation loss still fell 20 % in "
+            "the last tenth of epochs (median))") in line  # 0.4 after 20 epochs against 0.5 after 18
     below = [fit("dict_learning", 0, solver_passes={"passes_run": 3, "max_passes": 10})]
     assert vb._cap_bound(ReportContext(SPEC, "quick", below, out=".")) == [
         "- **Fits that ended at their epoch cap** (not stopped by patience; from the records, so more epochs might "

@@ -8,6 +8,7 @@ the spec's benches by name (``ctx.spec.bench``); nothing here trains or measures
 from __future__ import annotations
 
 import math
+import statistics
 from typing import Any, Callable
 
 from .queries import (CONTROL_MARGIN, control_outcome, control_tests, control_tests_text, located, ratio_effect,
@@ -465,6 +466,21 @@ def _grid_edges(ctx: ReportContext) -> list[str]:
             + "; ".join(parts) + "."]
 
 
+def _late_fall(fits: list[dict]) -> str:
+    """How far from converged a row's capped fits were: the median relative drop of the best
+    validation loss during their last tenth of epochs (from ``history['val']``; "" where no capped
+    fit recorded at least 10 epochs of it)."""
+    falls = []
+    for e in fits:
+        h = e["stats"].get("history") or {}
+        val = h.get("val") or []
+        if h.get("epochs_run", 0) >= int(e["config"].get("epochs", math.inf)) and len(val) >= 10:
+            falls.append(1.0 - min(val) / min(val[:-(len(val) // 10)]))
+    if not falls:
+        return ""
+    return f"; the best validation loss still fell {100 * statistics.median(falls):.0f} % in the last tenth of epochs (median)"
+
+
 def _cap_bound(ctx: ReportContext) -> list[str]:
     """One line: per bench, the trained rows whose fits ended at their epoch cap, not by patience
     (from each record's ``history``), so more epochs might still have helped them."""
@@ -473,7 +489,7 @@ def _cap_bound(ctx: ReportContext) -> list[str]:
         n_fits, capped = capped_fits(ctx, b.name)
         total += n_fits
         parts += [f"`{b.name}/{lab}` {len(hit)}/{n} (cap {ctx.fits(b.name, lab)[0]['config']['epochs']}, best validation "
-                  f"epoch {', '.join(map(str, hit))})" for lab, (n, hit) in capped.items()]
+                  f"epoch {', '.join(map(str, hit))}{_late_fall(ctx.fits(b.name, lab))})" for lab, (n, hit) in capped.items()]
         for lab in ctx.labels(b.name):  # an outside solver's pass cap (dict_learning), counted as an epoch cap
             runs = [e["stats"]["solver_passes"] for e in ctx.fits(b.name, lab) if e["stats"].get("solver_passes")]
             total += len(runs)
