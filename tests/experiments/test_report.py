@@ -111,6 +111,20 @@ def test_unrun_line_names_the_labels_and_seeds_without_records_or_the_whole_benc
         unrun_line(only_vn, "nope")
 
 
+def test_the_compute_line_sums_each_jobs_own_wall_time_not_only_its_first_fit(tmp_path):
+    """A continual job's ``fit_seconds`` is its first stage only (the second is ``partial_fit_seconds``);
+    the compute line sums each job's ``seconds`` and falls back to ``fit_seconds`` where a record has no
+    ``seconds``."""
+    two_stage = _fit("vn", 0, 1.0, 1.0)
+    two_stage["stats"] = {"fit_seconds": 1800.0, "partial_fit_seconds": 3600.0, "seconds": 5760.0}
+    old = _fit("mlp", 0, 1.0, 1.0)
+    old["stats"] = {"fit_seconds": 1440.0}
+    store = RecordStore(tmp_path / "records" / "s.jsonl")
+    store.put_many([two_stage, old])
+    text = build_report(SPEC, store, tmp_path / "out").read_text()
+    assert "Compute behind these records: 2.0 h of job time over 2 entries" in text  # (5760 + 1440) / 3600
+
+
 def test_report_is_deterministic_and_prints_no_nan(tmp_path):
     store = RecordStore(tmp_path / "records" / "s.jsonl")
     store.put_many(ENTRIES)

@@ -828,11 +828,13 @@ def _provenance(spec: Spec, ctx: ReportContext, scale_arg: str) -> list[str]:
                   + "; ".join(f"`{b}/{lab}` seed{'s' if len(seeds) > 1 else ''} {', '.join(str(x) for x in sorted(seeds))} "
                               f"(differs in {', '.join(f'`{k}`' for k in keys)})"
                               for (b, lab), (seeds, keys) in stale.items()) + ".", ""]
-    timed = [e["stats"].get("fit_seconds", e["stats"].get("seconds")) for e in fits if e["kind"] != "summary"]
+    # a job's own wall time (`seconds`: data, every training stage, scoring), not `fit_seconds`, which a
+    # continual fit's second stage (`partial_fit_seconds`) and the scoring leave out
+    timed = [e["stats"].get("seconds", e["stats"].get("fit_seconds")) for e in fits if e["kind"] != "summary"]
     known = [t for t in timed if t is not None]
     if known:
         untimed = len(fits) - len(known)
-        lines += [f"Compute behind these records: {sum(known) / 3600:.1f} h of fit and measurement time over "
-                  f"{len(known)} entries (as recorded by each)"
+        lines += [f"Compute behind these records: {sum(known) / 3600:.1f} h of job time over {len(known)} entries "
+                  "(each fit's or measurement's own wall time as recorded: data, every training stage, scoring)"
                   + (f"; {untimed} entries recorded no time" if untimed else "") + ".", ""]
     return lines
