@@ -13,7 +13,8 @@ from typing import Any, Callable
 
 from .queries import (CONTROL_MARGIN, control_outcome, control_tests, control_tests_text, located, ratio_effect,
                       seeds_text)
-from .sections import Cell, Claim, Custom, ReportContext, Verdict, capped_fits, fmt, grid_edges, ood_id_ratio, unrun_line
+from .sections import (Cell, Claim, Custom, ReportContext, Verdict, at_epoch_cap, capped_fits, fmt, grid_edges, ood_id_ratio,
+                       unrun_line)
 
 #: the benches that carry the paper's claim, in report order
 RESULT = ("functions1d_masked", "functions1d_reconstruct", "spatial2d_decode", "spatial2d_reconstruct",
@@ -472,9 +473,9 @@ def _late_fall(fits: list[dict]) -> str:
     fit recorded at least 10 epochs of it)."""
     falls = []
     for e in fits:
-        h = e["stats"].get("history") or {}
-        val = h.get("val") or []
-        if h.get("epochs_run", 0) >= int(e["config"].get("epochs", math.inf)) and len(val) >= 10:
+        history = e["stats"].get("history") or {}
+        val = history.get("val") or []
+        if len(val) >= 10 and "epochs_run" in history and at_epoch_cap(e):
             falls.append(1.0 - min(val) / min(val[:-(len(val) // 10)]))
     if not falls:
         return ""

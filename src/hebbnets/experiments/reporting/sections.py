@@ -248,6 +248,11 @@ def unrun_line(ctx: ReportContext, bench: str, qualifier: str = "") -> str | Non
     return f"- `{bench}`: not run{qualifier}: " + ", ".join(gone) + "." if gone else None
 
 
+def at_epoch_cap(entry: dict) -> bool:
+    """Whether a fit's epoch cap, not the patience rule, ended it (from its record's ``history``)."""
+    return entry["stats"]["history"]["epochs_run"] >= int(entry["config"].get("epochs", math.inf))
+
+
 def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[int, list[int]]]]:
     """Fits of ``bench`` that its epoch cap, not the patience rule, ended (from each record's
     ``history``): ``(trained fits with a history, {label: (fits of that label, best validation
@@ -256,8 +261,7 @@ def capped_fits(ctx: ReportContext, bench: str) -> tuple[int, dict[str, tuple[in
     for label in ctx.labels(bench):
         fits = [e for e in ctx.fits(bench, label) if "epochs_run" in (e["stats"].get("history") or {})]
         total += len(fits)
-        hit = [e["stats"]["history"]["best_val_epoch"] + 1 for e in fits  # 0-based in the records
-               if e["stats"]["history"]["epochs_run"] >= int(e["config"].get("epochs", math.inf))]
+        hit = [e["stats"]["history"]["best_val_epoch"] + 1 for e in fits if at_epoch_cap(e)]  # 0-based in the records
         if hit:
             capped[label] = (len(fits), hit)
     return total, capped
