@@ -363,11 +363,7 @@ def round_cuts(ctx: ReportContext) -> list[str]:
              "trains at `lam / (1 + beta)` while predicting at `lam`.",
              "", *_void_moves(ctx),
              "- **Not re-tuned rows.** `vn-inpaint` runs at `vn`'s chosen configuration (only the reading differs); "
-             "`vn_matrix-private` at `vn_matrix`'s with its own top-k" + _pinned_controls(ctx) + "; the same-structure "
-             "control `vn_matrix_implicit` (spatial2d reconstruct) at one configuration, `vn_matrix`'s factor counts "
-             "with lam 0.003 and learning rate 1e-3, not searched (a fit took 18.5 min here, the 9-point search about "
-             "3 h): at a disadvantage, so where it does as well the structure verdict stands and where it loses the "
-             "loss may be its budget.",
+             "`vn_matrix-private` at `vn_matrix`'s with its own top-k" + _pinned_controls(ctx) + ".",
              *_cap_bound(ctx), *_grid_edges(ctx), *_retired_rows(ctx), *_raised(table), ""]
     missing = [line for b in ctx.spec.benches if (line := unrun_line(ctx, b.name, " in this round"))]
     same, older = [], []
