@@ -174,12 +174,12 @@ SPATIAL_RECONSTRUCT = _spatial(
     # input = target, no mask: beta > 0 weighs the reconstruction (1 + beta) in training only (training at
     # lam / (1 + beta), predicting at lam: no repeat of a lam move). Costlier moves (more factors, FISTA budget) last, so an
     # accepted one slows no later point. The implicit control (FISTA kept, the factors by gradients through the
-    # solution): 9 points like every model (lam x lr; vn_matrix trains at lam 0.005 and predicts at 0.01, and the
-    # control has one lam for both) at vn_matrix's factor counts. Unsearched at lam 0.003 and lr 1e-3, 5 of 5 fits
-    # ended at the cap still improving
+    # solution): 9 points like every model (lam x lr) at vn_matrix's factor counts. Unsearched at lam 0.003 and lr
+    # 1e-3, 5 of 5 fits ended at the cap still improving; on the grid lam 0.003/0.01/0.03 x lr 1e-3/3e-3/1e-2 it chose
+    # both upper ends (lam 0.03, lr 1e-2), so the grid moved up a step on each axis
     # dict_learning: 9 alphas over decades (10/30/100 passes validated equal: scikit-learn stops early; 3e-4 was the edge)
     {"matrix_code_ff": _ff_control(36), "vn_matrix_implicit": Grid(
-        {"lam": [0.003, 0.01, 0.03], "lr": LR3}, base=dict(atoms_u=36, atoms_s=36, **_IMG)),
+        {"lam": [0.01, 0.03, 0.1], "lr": [3e-3, 1e-2, 3e-2]}, base=dict(atoms_u=36, atoms_s=36, **_IMG)),
      "dict_learning": Grid(
         {"alpha": [1e-6, 3e-6, 1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2]}, base=dict(n_components=128, positive=True)),
      "vn_matrix": Moves(base=dict(atoms_u=28, atoms_s=28, lam=0.02, nonneg=True, **_IMG),
