@@ -107,9 +107,8 @@ _IMG = dict(epochs=400, patience=25, batch_size=32)
 #: then a learning-rate grid of 3). Each VN variant's 9 points move the atom counts (twice where the
 #: parameter rule allows it), ``lam`` (down and up), ``beta``, the Hebbian rates, the test-time
 #: ``lam`` (never a training ``lam`` of the search) and the FISTA budget.
-#: the no-shared-factor control's top-k: the shared model's measured active count per sample on the
-#: id test split, rounded (set from seed 0's 2.68 so the control could start before seeds 1-2 ended;
-#: the mean over seeds, 2.99, rounds the same; the report prints both measured counts)
+#: the no-shared-factor control's top-k: the shared model's measured active count per sample on id, rounded
+#: (seed 0's 2.68, so the control could start before seeds 1-2 ended; the mean over seeds, 2.99, rounds the same)
 S_CONTROL_TOPK = 3
 
 
@@ -173,10 +172,8 @@ SPATIAL_RECONSTRUCT = _spatial(
      "vn_matrix_implicit"),
     # input = target, no mask: beta > 0 weighs the reconstruction (1 + beta) in training only (training at
     # lam / (1 + beta), predicting at lam: no repeat of a lam move). Costlier moves (more factors, FISTA budget) last, so an
-    # accepted one slows no later point. The implicit control (FISTA kept, the factors by gradients through the
-    # solution): 9 points like every model (lam x lr) at vn_matrix's factor counts. Unsearched at lam 0.003 and lr
-    # 1e-3, 5 of 5 fits ended at the cap still improving; on the grid lam 0.003/0.01/0.03 x lr 1e-3/3e-3/1e-2 it chose
-    # both upper ends (lam 0.03, lr 1e-2), so the grid moved up a step on each axis
+    # accepted one slows no later point. vn_matrix_implicit: a lam x lr grid at vn_matrix's factor counts, moved up a
+    # step on both axes after lam 0.003-0.03 x lr 1e-3-1e-2 chose both upper ends
     # dict_learning: 9 alphas over decades (10/30/100 passes validated equal: scikit-learn stops early; 3e-4 was the edge)
     {"matrix_code_ff": _ff_control(36), "vn_matrix_implicit": Grid(
         {"lam": [0.01, 0.03, 0.1], "lr": [3e-3, 1e-2, 3e-2]}, base=dict(atoms_u=36, atoms_s=36, **_IMG)),
@@ -186,8 +183,7 @@ SPATIAL_RECONSTRUCT = _spatial(
                         moves=({"atoms_u": 20, "atoms_s": 20}, {"lam": 0.01}, {"lam": 0.05}, {"beta": 1.0}, _rates(1.0),
                                {"test_lam": 0.015}, {"atoms_u": 36, "atoms_s": 36}, _budget()))},
     seeds=SEEDS5)
-#: the configuration an earlier, smaller search of spatial2d reconstruct chose (3 points, 60 epochs,
-#: patience 10): the capacity row stays at it, with one atom per pixel
+#: an earlier, smaller search's choice (3 points, 60 epochs, patience 10): the capacity row, one atom per pixel
 S_VN_EARLIER = dict(atoms=(128,), output="reconstruction", lam=0.001, nonneg=True, topk=4, epochs=60, patience=10,
                     batch_size=32, beta=1.0, rho_s=0.5, rho_u=0.5, test_lam=None, max_iter=200, tol=1e-4)
 # a diagnostic far outside the parameter budget (12x): one atom per pixel; nothing is chosen with it
@@ -206,8 +202,7 @@ _MN_SEARCH_VN = dict(_MN, epochs=40)
 #: ``vn_matrix-earlier`` (that search's refits), so the control meets the shared model at its own configuration
 M_VN_MATRIX_EARLIER = dict(atoms_u=40, atoms_s=40, lam=0.02, nonneg=True, epochs=40, patience=5, batch_size=64,
                            max_iter=500, tol=1e-5, test_lam=None)
-#: the control's top-k on mnist (as S_CONTROL_TOPK: ``vn_matrix-earlier`` measured 260.2, 286.1, 249.7 on id,
-#: seeds 0-2)
+#: the control's top-k on mnist (as S_CONTROL_TOPK: ``vn_matrix-earlier`` measured 260.2, 286.1, 249.7 on id)
 M_CONTROL_TOPK = 265
 #: mnist: 6 validation points per model: the autoencoders' latent width x learning rate, every VN
 #: variant a successive search
@@ -298,6 +293,7 @@ SPEC = register_spec(Spec(
         ),
         "configs_functions1d": (Text("## Configurations (validation only)"),
                                 *(TuningTable(b) for b in ("functions1d_masked", "functions1d_reconstruct"))),
-        "configs_images": (Text("## Configurations (validation only)"), *(TuningTable(b) for b in _IMAGES)),
+        "configs_spatial2d": (Text("## Configurations (validation only)"), *(TuningTable(b) for b in _IMAGES[:2])),
+        "configs_mnist": (Text("## Configurations (validation only)"), TuningTable("mnist_reconstruct")),
     },
 ))
