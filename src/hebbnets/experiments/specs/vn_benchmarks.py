@@ -293,7 +293,7 @@ SPEC = register_spec(Spec(
         ),
         "configs_functions1d": (Text("## Configurations (validation only)"),
                                 *(TuningTable(b) for b in ("functions1d_masked", "functions1d_reconstruct"))),
-        "configs_spatial2d": (Text("## Configurations (validation only)"), *(TuningTable(b) for b in _IMAGES[:2])),
+        "configs_spatial2d": (Text("## Configurations (validation only)"), *(TuningTable(b) for b in _IMAGES if b.startswith("spatial2d"))),
         "configs_mnist": (Text("## Configurations (validation only)"), TuningTable("mnist_reconstruct")),
     },
 ))
